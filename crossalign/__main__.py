@@ -1,0 +1,3 @@
+from crossalign.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Build or load Hugging Face masked-LM models; offline backbone import."""
