@@ -38,14 +38,14 @@ class ModelConfig:
 
         if self.path is None and self.preset not in PRESETS:
             raise CrossalignError(
-                f"model.preset '{self.preset}' is unknown{did_you_mean(self.preset, list(PRESETS))};"
-                f" choose one of {', '.join(PRESETS)}"
+                f"model.preset '{self.preset}' is unknown"
+                f"{did_you_mean(self.preset, list(PRESETS))}; choose one of {', '.join(PRESETS)}"
             )
 
 
 @dataclass
 class TokenizerConfig:
-    """The shared subword tokenizer (ignored when ``model.path`` is set: the model's own is used)."""
+    """The shared subword tokenizer (with ``model.path`` the model's own is used)."""
 
     path: str | None = None
     """Load any Hugging Face tokenizer from this directory instead of training one."""
@@ -162,9 +162,7 @@ class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    objectives: list[ObjectiveConfig] = field(
-        default_factory=lambda: [ObjectiveConfig(name="mlm")]
-    )
+    objectives: list[ObjectiveConfig] = field(default_factory=lambda: [ObjectiveConfig(name="mlm")])
     """Objectives combined by weight: [{name: mlm, weight: 1}, {name: tlm, weight: 1}]."""
     train: TrainConfig = field(default_factory=TrainConfig)
 
@@ -224,10 +222,7 @@ def _apply_override(data: dict, dotted: str) -> None:
     parts = key.strip().split(".")
     node: Any = data
     for part in parts[:-1]:
-        if isinstance(node, list):
-            node = node[int(part)]
-        else:
-            node = node.setdefault(part, {})
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
     last = parts[-1]
     parsed = yaml.safe_load(value) if value else ""
     if isinstance(node, list):

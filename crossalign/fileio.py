@@ -52,13 +52,24 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
+def replace_dir(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Move the complete directory ``src`` onto ``dst``; an existing ``dst`` is removed only
+    after ``src`` has taken its place, so a crash leaves the old or the new one, never a mix."""
+    src, dst = Path(src), Path(dst)
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(dst, old)
+        os.replace(src, dst)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(src, dst)
+
+
 @contextmanager
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary directory beside ``path``; on success it replaces ``path``.
-
-    An existing ``path`` is only removed after the new directory is complete, so a crash at any
-    point leaves either the old or the new directory, never a mix.
-    """
+    """Yield a temporary directory beside ``path``; on success it replaces ``path``
+    (see ``replace_dir``). On an exception it is removed and ``path`` is untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
@@ -67,11 +78,4 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if path.exists():
-        old = path.with_name(f".{path.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, path)
+    replace_dir(tmp, path)

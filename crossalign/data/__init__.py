@@ -1,0 +1,1 @@
+"""Readers, Debian-package corpus builders, tokenizer training, batching and masking."""

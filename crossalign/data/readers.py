@@ -1,0 +1,149 @@
+"""Readers for monolingual text, parallel corpora and bilingual dictionaries.
+
+Every reader fails with one line naming the file (and line) and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from crossalign.errors import CrossalignError
+
+PathLike = str | os.PathLike
+
+
+def iter_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` of a UTF-8 file, 1-based, without the newline.
+
+    Raises CrossalignError for a missing file or a line that is not UTF-8.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CrossalignError(f"{path}: file not found")
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CrossalignError(
+                    f"{path}:{number}: not UTF-8 (byte {e.start}); convert the file, e.g. "
+                    f"iconv -f latin1 -t utf-8"
+                ) from None
+            yield number, text.rstrip("\r\n")
+
+
+def read_text(path: PathLike) -> list[str]:
+    """Non-empty lines of a UTF-8 text file (one sentence or paragraph per line), stripped.
+
+    Raises CrossalignError if the file is missing, not UTF-8 (naming the line) or has no text.
+    """
+    lines = [t.strip() for _, t in iter_lines(path)]
+    lines = [t for t in lines if t]
+    if not lines:
+        raise CrossalignError(f"{path}: file is empty; give a UTF-8 file with one sentence per line")
+    return lines
+
+
+def read_hf_text(dataset: str, split: str = "train", column: str = "text") -> list[str]:
+    """Non-empty strings of ``column`` in a Hugging Face ``datasets`` dataset.
+
+    ``dataset`` is a name for ``load_dataset`` or a local path (a ``save_to_disk`` directory, or
+    a data file/directory ``load_dataset`` understands).
+    """
+    import datasets
+
+    path = Path(dataset)
+    try:
+        if (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file():
+            ds = datasets.load_from_disk(str(path))
+            if isinstance(ds, datasets.DatasetDict):
+                ds = ds[split]
+        else:
+            ds = datasets.load_dataset(dataset, split=split)
+    except (FileNotFoundError, ValueError, ConnectionError, KeyError) as e:
+        raise CrossalignError(f"dataset {dataset} (split {split}): {str(e).splitlines()[0]}") from None
+    if column not in ds.column_names:
+        raise CrossalignError(
+            f"dataset {dataset} has no column '{column}'; its columns: {', '.join(ds.column_names)}"
+        )
+    lines = [t.strip() for t in ds[column] if isinstance(t, str) and t.strip()]
+    if not lines:
+        raise CrossalignError(f"dataset {dataset} column '{column}' has no text")
+    return lines
+
+
+def read_mono(spec: Any, where: str = "") -> list[str]:
+    """Monolingual text from a config value: a file path, a list of file paths (concatenated,
+    exact duplicate lines dropped), or a mapping ``{dataset, split, column}``."""
+    if isinstance(spec, dict):
+        unknown = set(spec) - {"dataset", "split", "column"}
+        if "dataset" not in spec or unknown:
+            raise CrossalignError(
+                f"{where or 'mono source'}: a mapping needs keys dataset[, split, column], got "
+                f"{', '.join(map(str, spec))}"
+            )
+        return read_hf_text(spec["dataset"], spec.get("split", "train"), spec.get("column", "text"))
+    if isinstance(spec, (list, tuple)):
+        seen: dict[str, None] = {}
+        for p in spec:
+            seen.update(dict.fromkeys(read_text(p)))
+        return list(seen)
+    return read_text(spec)
+
+
+def read_parallel(spec: Any) -> list[tuple[str, str]]:
+    """Sentence pairs from a TSV file (``src<TAB>tgt``) or a pair of line-aligned files.
+
+    Lines where either side is empty are dropped. Raises CrossalignError when the two files
+    have different line counts or a TSV line has no tab (naming file and line).
+    """
+    if isinstance(spec, (list, tuple)):
+        if len(spec) != 2:
+            raise CrossalignError(f"parallel source {spec!r} must be [src_file, tgt_file]")
+        src = [t for _, t in iter_lines(spec[0])]
+        tgt = [t for _, t in iter_lines(spec[1])]
+        if len(src) != len(tgt):
+            raise CrossalignError(
+                f"parallel files {spec[0]} ({len(src)} lines) and {spec[1]} ({len(tgt)} lines) "
+                f"differ in line count; they must be line-aligned"
+            )
+        pairs = list(zip((s.strip() for s in src), (t.strip() for t in tgt)))
+    else:
+        pairs = []
+        for number, text in iter_lines(spec):
+            if not text.strip():
+                continue
+            if "\t" not in text:
+                raise CrossalignError(
+                    f"{spec}:{number}: no tab; a TSV parallel corpus needs 'source<TAB>target'"
+                )
+            s, t = text.split("\t", 1)
+            pairs.append((s.strip(), t.strip()))
+    pairs = [(s, t) for s, t in pairs if s and t]
+    if not pairs:
+        raise CrossalignError(f"parallel source {spec!r} has no sentence pairs")
+    return pairs
+
+
+def read_dictionary(path: PathLike) -> list[tuple[str, str]]:
+    """Translation pairs of a MUSE-style dictionary: ``src tgt`` per line (space or tab).
+
+    Further fields (e.g. a score) are ignored. Raises CrossalignError for a non-empty line with
+    fewer than 2 fields, naming file and line.
+    """
+    pairs = []
+    for number, text in iter_lines(path):
+        fields = text.split()
+        if not fields:
+            continue
+        if len(fields) < 2:
+            raise CrossalignError(
+                f"{path}:{number}: dictionary line has {len(fields)} field; expected 'source target'"
+            )
+        pairs.append((fields[0], fields[1]))
+    if not pairs:
+        raise CrossalignError(f"{path}: dictionary is empty")
+    return pairs

@@ -1,0 +1,107 @@
+"""Build a Hugging Face masked-LM from a size preset, or load one for continued pre-training.
+
+Language embeddings (XLM) use the model's token type embeddings: one row per language, the
+language id of every token passed as ``token_type_ids``. The language list is stored in the
+model config as ``crossalign_languages`` so a saved model keeps its language ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel
+
+from crossalign.config import ModelConfig
+from crossalign.errors import CrossalignError
+
+PRESETS: dict[str, dict[str, int]] = {
+    "tiny": dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64),
+    "small": dict(
+        num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024
+    ),
+    "base": dict(
+        num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072
+    ),
+}
+
+
+def position_offset(model: PreTrainedModel) -> int:
+    """First position id of a sequence: 0 for BERT, ``pad_token_id + 1`` for RoBERTa-style
+    models, whose position table reserves the rows up to the padding index."""
+    emb = model.base_model.embeddings
+    return emb.padding_idx + 1 if getattr(emb, "padding_idx", None) is not None else 0
+
+
+def model_languages(model: PreTrainedModel) -> list[str]:
+    """The languages whose ids the model's language embeddings use ([] without them)."""
+    return list(getattr(model.config, "crossalign_languages", []) or [])
+
+
+def _load_checkpoint(path: str) -> PreTrainedModel:
+    if not (Path(path) / "config.json").is_file():
+        raise CrossalignError(
+            f"model.path {path} is not a save_pretrained directory (no config.json); export a "
+            f"backbone with 'crossalign backbone export' or point at a run's model directory"
+        )
+    try:
+        return AutoModelForMaskedLM.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise CrossalignError(f"model.path {path}: cannot load: {str(e).splitlines()[0]}") from None
+
+
+def _set_language_rows(model: PreTrainedModel, known: list[str], languages: list[str]) -> None:
+    """Give a loaded model one token-type row per language: rows of ``known`` languages are
+    kept, every other row is a copy of row 0, so the pretrained function is unchanged at the
+    start of continued pre-training."""
+    embeddings = model.base_model.embeddings
+    old = embeddings.token_type_embeddings.weight.detach()
+    rows = [old[: len(known)]] if known else []
+    rows.append(old[:1].expand(len(languages) - len(known), -1))
+    new = torch.nn.Embedding(len(languages), old.shape[1])
+    with torch.no_grad():
+        new.weight.copy_(torch.cat(rows))
+    embeddings.token_type_embeddings = new
+    model.config.type_vocab_size = len(languages)
+    model.config.crossalign_languages = list(languages)
+
+
+def build_model(
+    cfg: ModelConfig, vocab_size: int, pad_token_id: int, languages: list[str], max_length: int
+) -> PreTrainedModel:
+    """A masked-LM: loaded from ``cfg.path`` or built from ``cfg.arch`` and ``cfg.preset``.
+
+    With ``cfg.language_embeddings`` the model gets one language embedding per entry of
+    ``languages`` (a loaded model keeps its own list and appends missing languages).
+    """
+    if cfg.path:
+        model = _load_checkpoint(cfg.path)
+        if model.config.vocab_size < vocab_size:
+            raise CrossalignError(
+                f"model.path {cfg.path}: vocabulary ({model.config.vocab_size}) is smaller than "
+                f"the tokenizer's ({vocab_size}); use the model's own tokenizer"
+            )
+        if cfg.language_embeddings:
+            known = model_languages(model)
+            _set_language_rows(model, known, known + [x for x in languages if x not in known])
+        return model
+    offset = pad_token_id + 1 if cfg.arch in ("roberta", "xlm-roberta", "camembert") else 0
+    fields = dict(PRESETS[cfg.preset])
+    fields.update(
+        vocab_size=vocab_size,
+        pad_token_id=pad_token_id,
+        max_position_embeddings=max_length + offset,
+        type_vocab_size=max(1, len(languages)) if cfg.language_embeddings else 1,
+    )
+    fields.update(cfg.hf_overrides)
+    try:
+        config = AutoConfig.for_model(cfg.arch, **fields)
+    except ValueError as e:
+        raise CrossalignError(f"model.arch '{cfg.arch}': {str(e).splitlines()[0]}") from None
+    config.crossalign_languages = list(languages) if cfg.language_embeddings else []
+    try:
+        return AutoModelForMaskedLM.from_config(config)
+    except ValueError as e:
+        raise CrossalignError(
+            f"model.arch '{cfg.arch}' has no masked-LM head: {str(e).splitlines()[0]}"
+        ) from None

@@ -1,0 +1,92 @@
+"""The objective contract (fairseq criterions / torchtune losses as small modules).
+
+An objective is an ``nn.Module`` (so its own heads train and checkpoint with the model):
+
+- ``collate(raw, generator) -> batch``: tensors for exactly the fields it needs; masking
+  happens here;
+- ``forward(model, batch) -> outputs``: usually one model call;
+- ``loss(batch, outputs) -> (loss, n_tokens, metrics)``: a pure function of tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+
+from crossalign.registry import Registry
+
+
+@dataclass
+class TokenContext:
+    """What objectives need to know about the tokenizer and model to build batches."""
+
+    pad_id: int
+    mask_id: int
+    cls_id: int
+    sep_id: int
+    special_ids: list[int]
+    """Ids never masked, never used as random replacements."""
+    vocab_size: int
+    languages: list[str]
+    """Language ids are indices in this list; empty when the model has no language embeddings."""
+    position_offset: int
+    """Position id of a sequence's first token (0 for BERT, pad_id + 1 for RoBERTa)."""
+    max_length: int
+
+    def language_id(self, lang: str) -> int:
+        """Token-type id of ``lang`` (0 without language embeddings)."""
+        return self.languages.index(lang) if self.languages else 0
+
+    def random_ids(self) -> torch.Tensor:
+        """[R] long: every non-special vocabulary id (random replacements of 80/10/10)."""
+        keep = torch.ones(self.vocab_size, dtype=torch.bool)
+        keep[self.special_ids] = False
+        return keep.nonzero().squeeze(1)
+
+
+@dataclass
+class RawBatch:
+    """A slice of a global batch before collation: packed blocks of one language (``mono``)
+    or sentence pairs of one language pair (``pairs``)."""
+
+    source: str
+    """A language (``en``) or a pair (``en-es``)."""
+    blocks: np.ndarray | None = None
+    """[B, L] int32 packed monolingual blocks."""
+    pairs: list[tuple[np.ndarray, np.ndarray]] | None = None
+    """B (source ids, target ids) pairs without special tokens."""
+
+
+class Objective(nn.Module):
+    """Base class of training objectives; subclasses set ``data`` and implement the contract."""
+
+    data: ClassVar[str] = "mono"
+    """Which training data the objective reads: ``mono`` or ``parallel``."""
+    counts_for_perplexity: ClassVar[bool] = True
+    """Whether the loss is a token-level masked-LM loss that perplexity may average."""
+
+    def __init__(self, ctx: TokenContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """Tensors for one micro-batch (CPU); masking uses ``generator``."""
+        raise NotImplementedError
+
+    def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> Any:
+        """Run the model on ``batch``; returns what ``loss`` needs."""
+        raise NotImplementedError
+
+    def loss(
+        self, batch: dict[str, torch.Tensor], outputs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """(mean loss, number of predicted tokens, extra metrics) of one micro-batch."""
+        raise NotImplementedError
+
+
+OBJECTIVES: Registry[type[Objective]] = Registry("objective")

@@ -1,0 +1,99 @@
+"""Masked language modelling on packed monolingual blocks (BERT; XLM's MLM on text streams)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from transformers import PreTrainedModel
+
+from crossalign.data.masking import IGNORE_INDEX, mask_tokens
+from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
+
+
+def masked_lm_logits(
+    model: PreTrainedModel, hidden: torch.Tensor, selected: torch.Tensor
+) -> torch.Tensor:
+    """Vocabulary logits at the selected positions only: [N, V] for hidden [B, L, H] and
+    selected [B, L] bool. Skips the [B, L, V] product of the full head."""
+    head = getattr(model, "cls", None) or getattr(model, "lm_head", None)
+    if head is None:
+        raise TypeError(f"{type(model).__name__}: no masked-LM head found (cls or lm_head)")
+    return head(hidden[selected])
+
+
+def encode(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Final hidden states [B, L, H] of the encoder for a collated batch."""
+    kwargs = {
+        "input_ids": batch["input_ids"],
+        "attention_mask": batch["attention_mask"],
+        "position_ids": batch["position_ids"],
+    }
+    if "token_type_ids" in batch:
+        kwargs["token_type_ids"] = batch["token_type_ids"]
+    return model.base_model(**kwargs).last_hidden_state
+
+
+def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy over predicted positions: logits [N, V], labels [N] (the labels at
+    the selected positions). Returns (loss, N). Computed in fp32."""
+    n = torch.tensor(labels.numel(), device=labels.device)
+    if labels.numel() == 0:
+        return logits.sum() * 0.0, n
+    return F.cross_entropy(logits.float(), labels), n
+
+
+@OBJECTIVES.register("mlm")
+class MaskedLM(Objective):
+    """Masked LM on monolingual text: 15% of tokens, 80% <mask> / 10% random / 10% kept."""
+
+    data = "mono"
+
+    def __init__(
+        self, ctx: TokenContext, mask_prob: float = 0.15, replace_probs: tuple = (0.8, 0.1)
+    ) -> None:
+        super().__init__(ctx)
+        self.mask_prob = mask_prob
+        self.replace_probs = tuple(replace_probs)
+        self.register_buffer("random_ids", ctx.random_ids(), persistent=False)
+
+    def mask(
+        self, input_ids: torch.Tensor, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """80/10/10 masking of every non-special, non-pad token: (inputs, labels) [B, L]."""
+        maskable = ~torch.isin(input_ids, torch.tensor(self.ctx.special_ids))
+        return mask_tokens(
+            input_ids,
+            maskable,
+            self.ctx.mask_id,
+            self.random_ids.cpu(),
+            generator,
+            self.mask_prob,
+            self.replace_probs,
+        )
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """Packed blocks of one language → input_ids, attention_mask, position_ids,
+        token_type_ids (language), labels; all [B, L]."""
+        ids = torch.from_numpy(raw.blocks.astype("int64"))
+        inputs, labels = self.mask(ids, generator)
+        b, length = ids.shape
+        batch = {
+            "input_ids": inputs,
+            "attention_mask": (ids != self.ctx.pad_id).long(),
+            "position_ids": self.ctx.position_offset + torch.arange(length).expand(b, -1),
+            "labels": labels,
+        }
+        if self.ctx.languages:
+            batch["token_type_ids"] = torch.full_like(ids, self.ctx.language_id(raw.source))
+        return batch
+
+    def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Logits [N, V] at the N masked positions."""
+        hidden = encode(model, batch)
+        return masked_lm_logits(model, hidden, batch["labels"] != IGNORE_INDEX)
+
+    def loss(self, batch, outputs):
+        """Mean cross-entropy of the masked positions."""
+        labels = batch["labels"]
+        loss, n = masked_lm_loss(outputs, labels[labels != IGNORE_INDEX])
+        return loss, n, {}

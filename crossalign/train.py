@@ -1,0 +1,508 @@
+"""The one training loop: objectives combined by weight, on accelerate.
+
+Read top to bottom: set up (data, tokenizer, model, objectives), then per optimizer step draw
+one global batch per objective, split it over processes and micro-batches, sum the weighted
+losses, step AdamW with warm-up and linear decay; log, evaluate and checkpoint on schedule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from torch import nn
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_linear_schedule_with_warmup
+
+from crossalign.checkpoint import (
+    MARKER,
+    STATE,
+    checkpoint_name,
+    find_resume_checkpoint,
+    prune_checkpoints,
+    read_state,
+)
+from crossalign.config import RunConfig, config_to_dict
+from crossalign.data.batching import SourceSampler
+from crossalign.data.masking import IGNORE_INDEX
+from crossalign.data.prepare import TokenizedData, read_sources, resolve_sources, tokenize_texts
+from crossalign.data.tokenizer import load_tokenizer, train_tokenizer
+from crossalign.errors import CrossalignError
+from crossalign.fileio import atomic_dir, replace_dir, write_lines_atomic, write_text_atomic
+from crossalign.models.build import build_model, model_languages, position_offset
+from crossalign.objectives import OBJECTIVES, Objective, RawBatch, TokenContext
+from crossalign.objectives.mlm import MaskedLM
+from crossalign.objectives.tlm import TranslationLM
+from crossalign.registry import did_you_mean
+
+
+class ObjectiveSet(nn.Module):
+    """The model and its objectives as one module, so one ``prepare``/DDP wrapper covers the
+    objectives' own heads and every micro-step is a single forward and backward.
+
+    ``heldout`` holds parameter-free MLM and TLM objectives used for validation loss only.
+    """
+
+    def __init__(self, model: PreTrainedModel, objectives: dict[str, Objective]) -> None:
+        super().__init__()
+        self.model = model
+        self.objectives = nn.ModuleDict(objectives)
+        ctx = next(iter(objectives.values())).ctx
+        self.heldout = nn.ModuleDict({"mlm": MaskedLM(ctx), "tlm": TranslationLM(ctx)})
+
+    def forward(
+        self, batches: dict[str, dict[str, torch.Tensor]], heldout: bool = False
+    ) -> dict[str, tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]]:
+        """(loss, n_tokens, metrics) per objective name for its batch."""
+        table = self.heldout if heldout else self.objectives
+        out = {}
+        for name, batch in batches.items():
+            objective = table[name]
+            out[name] = objective.loss(batch, objective(self.model, batch))
+        return out
+
+
+@dataclass
+class Setup:
+    """Everything built before the first step."""
+
+    tokenizer: PreTrainedTokenizerBase
+    model: PreTrainedModel
+    objectives: dict[str, Objective]
+    weights: dict[str, float]
+    data: TokenizedData
+
+
+def _objectives(cfg: RunConfig, ctx: TokenContext) -> tuple[dict[str, Objective], dict]:
+    import inspect
+
+    objectives, weights = {}, {}
+    for i, oc in enumerate(cfg.objectives):
+        cls = OBJECTIVES.get(oc.name)
+        params = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "ctx")]
+        for key in oc.options:
+            if key not in params:
+                raise CrossalignError(
+                    f"objectives.{i} ({oc.name}): unknown option '{key}'"
+                    f"{did_you_mean(key, params)}; options: {', '.join(params) or 'none'}"
+                )
+        if oc.name in objectives:
+            raise CrossalignError(f"objectives.{i}: '{oc.name}' is listed twice")
+        objectives[oc.name] = cls(ctx, **oc.options)
+        weights[oc.name] = oc.weight
+    return objectives, weights
+
+
+def build_setup(cfg: RunConfig, resume_from: Path | None, is_main: bool) -> Setup:
+    """Read data, get the tokenizer (resumed, loaded or trained), build model and objectives."""
+    sources = resolve_sources(cfg.data)
+    texts = read_sources(sources)
+    if resume_from is not None:
+        tokenizer = load_tokenizer(resume_from)
+    elif cfg.model.path:
+        tokenizer = load_tokenizer(cfg.tokenizer.path or cfg.model.path)
+    elif cfg.tokenizer.path:
+        tokenizer = load_tokenizer(cfg.tokenizer.path)
+    else:
+        tokenizer = train_tokenizer(texts.by_language(), cfg.tokenizer, cfg.train.seed)
+    data = tokenize_texts(texts, tokenizer, cfg.data.max_length, cfg.data.max_valid_sequences)
+    model = build_model(
+        cfg.model, len(tokenizer), tokenizer.pad_token_id, sources.languages(), cfg.data.max_length
+    )
+    ctx = TokenContext(
+        pad_id=tokenizer.pad_token_id,
+        mask_id=tokenizer.mask_token_id,
+        cls_id=tokenizer.cls_token_id,
+        sep_id=tokenizer.sep_token_id,
+        special_ids=sorted(set(tokenizer.all_special_ids)),
+        vocab_size=model.config.vocab_size,
+        languages=model_languages(model) if cfg.model.language_embeddings else [],
+        position_offset=position_offset(model),
+        max_length=cfg.data.max_length,
+    )
+    objectives, weights = _objectives(cfg, ctx)
+    for name, obj in objectives.items():
+        if obj.data == "parallel" and not data.parallel:
+            raise CrossalignError(
+                f"objective '{name}' needs parallel data: set data.parallel or a data.corpus "
+                f"with sentence pairs"
+            )
+        if obj.data == "mono" and not data.mono:
+            raise CrossalignError(f"objective '{name}' needs monolingual data: set data.mono")
+    return Setup(tokenizer, model, objectives, weights, data)
+
+
+def _raw_batch(kind: str, source: str, examples, idx: np.ndarray) -> RawBatch:
+    """Examples ``idx`` of one source: rows of packed blocks, or pairs of a PairArray."""
+    if kind == "mono":
+        return RawBatch(source, blocks=examples[idx])
+    return RawBatch(source, pairs=[examples.pair(int(k)) for k in idx])
+
+
+def _seed(*parts: int) -> int:
+    """A generator seed derived from integers (the same on every process and run)."""
+    return int(np.random.SeedSequence(list(parts)).generate_state(1, np.uint64)[0] >> 1)
+
+
+def _to(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+class StopRequest:
+    """First Ctrl-C asks the loop to checkpoint and stop at the end of the current step; a
+    second one interrupts at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        tqdm.write("interrupt: finishing this step, saving a checkpoint (Ctrl-C again to abort)")
+
+
+def evaluate(
+    accelerator: Accelerator,
+    module: nn.Module,
+    data: TokenizedData,
+    batch_size: int,
+    seed: int,
+) -> dict[str, float]:
+    """Held-out masked-LM loss and perplexity on ``valid_mono`` (``valid/mlm_*``) and
+    ``valid_parallel`` (``valid/tlm_*``), with fixed masking. Every process runs the same
+    number of forward passes (short shards get a dummy batch that predicts nothing)."""
+    was_training = module.training
+    module.eval()
+    inner: ObjectiveSet = accelerator.unwrap_model(module)
+    w, r = accelerator.num_processes, accelerator.process_index
+    totals: dict[str, torch.Tensor] = {}
+    sets = [("mlm", "mono", data.valid_mono), ("tlm", "parallel", data.valid_parallel)]
+    with torch.no_grad():
+        for name, kind, sources in sets:
+            loss_sum = torch.zeros((), device=accelerator.device)
+            count = torch.zeros((), device=accelerator.device)
+            for s_i, source in enumerate(sorted(sources)):
+                n = len(sources[source])
+                for g, start in enumerate(range(0, n, batch_size * w)):
+                    idx = np.arange(start, min(n, start + batch_size * w))[r::w]
+                    real = len(idx) > 0
+                    raw = _raw_batch(kind, source, sources[source], idx if real else np.array([0]))
+                    gen = torch.Generator().manual_seed(_seed(seed, s_i, g, r))
+                    batch = inner.heldout[name].collate(raw, gen)
+                    if not real:
+                        batch["labels"].fill_(IGNORE_INDEX)
+                    loss, ntok, _ = module({name: _to(batch, accelerator.device)}, heldout=True)[
+                        name
+                    ]
+                    loss_sum += loss.float() * ntok
+                    count += ntok
+            if sources:
+                totals[name] = torch.stack([loss_sum, count])
+    module.train(was_training)
+    out = {}
+    for name, t in totals.items():
+        loss_sum, count = accelerator.reduce(t, "sum").tolist()
+        if count > 0:
+            out[f"valid/{name}_loss"] = loss_sum / count
+            out[f"valid/{name}_ppl"] = math.exp(min(loss_sum / count, 50.0))
+    return out
+
+
+def _precision(requested: str) -> str:
+    """accelerate's mixed_precision for ``train.precision``: auto → bf16 on GPUs that
+    support it, fp16 on other GPUs, none on CPU."""
+    if requested != "auto":
+        return requested
+    if not torch.cuda.is_available():
+        return "no"
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def _optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
+    """AdamW; no weight decay on biases and normalisation weights."""
+    decay, no_decay = [], []
+    for name, param in module.named_parameters():
+        if not param.requires_grad:
+            continue
+        plain = param.ndim < 2 or "norm" in name.lower()
+        (no_decay if plain else decay).append(param)
+    groups = [
+        {"params": decay, "weight_decay": cfg.train.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=cfg.train.lr, betas=tuple(cfg.train.betas))
+
+
+def save_checkpoint(
+    accelerator: Accelerator,
+    module: nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    run_dir: Path,
+    step: int,
+    samplers: dict[str, SourceSampler],
+    keep: int,
+) -> Path:
+    """Write ``checkpoints/step-N`` atomically (see ``crossalign.checkpoint``); every
+    process takes part (sharded optimizers save their own parts)."""
+    final = run_dir / "checkpoints" / checkpoint_name(step)
+    tmp = final.with_name(f".{final.name}.tmp")
+    if accelerator.is_main_process:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(tmp / "trainer"))
+    state_dict = accelerator.get_state_dict(module)
+    if accelerator.is_main_process:
+        inner: ObjectiveSet = accelerator.unwrap_model(module)
+        prefix = "model."
+        model_state = {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
+        inner.model.save_pretrained(tmp, state_dict=model_state)
+        tokenizer.save_pretrained(tmp)
+        state = {"step": step, "data": {n: s.state_dict() for n, s in samplers.items()}}
+        write_text_atomic(tmp / STATE, json.dumps(state, indent=2) + "\n")
+        (tmp / MARKER).write_text("", encoding="utf-8")
+        replace_dir(tmp, final)
+        prune_checkpoints(run_dir, keep)
+    accelerator.wait_for_everyone()
+    return final
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """Drop ``metrics.jsonl`` lines logged after ``step`` (a resumed run rewrites them)."""
+    if path.is_file():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        write_lines_atomic(path, [x for x in lines if x and json.loads(x)["step"] <= step])
+
+
+def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
+    """Run pre-training as configured; ``resume`` is ``last`` or a checkpoint directory.
+
+    Returns the final held-out metrics. Writes ``config.yaml``, ``metrics.jsonl``,
+    ``checkpoints/`` and the final ``model/`` under ``cfg.run_dir``.
+    """
+    run_dir = Path(cfg.run_dir)
+    tc = cfg.train
+    # With no GPU, train on the CPU (gloo) also when launched as several processes.
+    accelerator = Accelerator(
+        mixed_precision=_precision(tc.precision), cpu=not torch.cuda.is_available()
+    )
+    main = accelerator.is_main_process
+    world, rank = accelerator.num_processes, accelerator.process_index
+    if tc.batch_size % (world * tc.grad_accum):
+        raise CrossalignError(
+            f"train.batch_size={tc.batch_size} must be divisible by processes ({world}) × "
+            f"train.grad_accum ({tc.grad_accum})"
+        )
+    per = tc.batch_size // (world * tc.grad_accum)
+    resume_from = find_resume_checkpoint(run_dir, resume) if resume else None
+    if resume_from is None and any((run_dir / "checkpoints").glob("step-*")):
+        raise CrossalignError(
+            f"{run_dir} already has checkpoints; pass --resume to continue, or set "
+            f"run_dir=... for a new run"
+        )
+
+    set_seed(tc.seed)
+    setup = build_setup(cfg, resume_from, main)
+    module = ObjectiveSet(setup.model, setup.objectives)
+    optimizer = _optimizer(module, cfg)
+    scheduler = get_linear_schedule_with_warmup(optimizer, tc.warmup_steps, tc.steps)
+    module, optimizer = accelerator.prepare(module, optimizer)
+    accelerator.register_for_checkpointing(scheduler)
+    examples = {"mono": setup.data.mono, "parallel": setup.data.parallel}
+    samplers = {
+        name: SourceSampler(
+            {k: len(v) for k, v in examples[obj.data].items()}, cfg.data.alpha, tc.seed, i
+        )
+        for i, (name, obj) in enumerate(setup.objectives.items())
+    }
+
+    step = 0
+    metrics_path = run_dir / "metrics.jsonl"
+    if resume_from is not None:
+        accelerator.load_state(str(resume_from / "trainer"))
+        state = read_state(resume_from)
+        step = int(state["step"])
+        for name, sampler in samplers.items():
+            sampler.load_state_dict(state["data"].get(name, {}))
+        if main:
+            _truncate_metrics(metrics_path, step)
+            tqdm.write(f"resumed from {resume_from} at step {step}")
+    elif main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        metrics_path.unlink(missing_ok=True)
+    if main:
+        write_text_atomic(
+            run_dir / "config.yaml", yaml.safe_dump(config_to_dict(cfg), sort_keys=False)
+        )
+
+    stop = StopRequest()
+    previous_handler = signal.signal(signal.SIGINT, stop)
+    device = accelerator.device
+    names = list(setup.objectives)
+    loss_sums = {n: torch.zeros((), device=device) for n in names}
+    token_sums = {n: torch.zeros((), device=device) for n in names}
+    tokens_seen, steps_since, last_time = 0, 0, time.perf_counter()
+    last_saved: Path | None = resume_from
+    bar = tqdm(total=tc.steps, initial=step, disable=not main, desc="train", unit="step")
+    module.train()
+    try:
+        with open(metrics_path, "a", encoding="utf-8") if main else contextlib.nullcontext() as log:
+            while step < tc.steps:
+                draws = {n: samplers[n].draw(step, tc.batch_size) for n in names}
+                step_loss = torch.zeros((), device=device)
+                for micro in range(tc.grad_accum):
+                    batches = {}
+                    lo = (rank * tc.grad_accum + micro) * per
+                    for i, (name, obj) in enumerate(setup.objectives.items()):
+                        source, idx = draws[name]
+                        raw = _raw_batch(
+                            obj.data, source, examples[obj.data][source], idx[lo : lo + per]
+                        )
+                        gen = torch.Generator().manual_seed(_seed(tc.seed, step, rank, micro, i))
+                        batch = obj.collate(raw, gen)
+                        tokens_seen += int(batch["attention_mask"].sum())
+                        batches[name] = _to(batch, device)
+                    sync = micro == tc.grad_accum - 1
+                    with contextlib.nullcontext() if sync else accelerator.no_sync(module):
+                        results = module(batches)
+                        total = sum(setup.weights[n] * results[n][0] for n in names)
+                        accelerator.backward(total / tc.grad_accum)
+                    step_loss += total.detach() / tc.grad_accum
+                    for n in names:
+                        loss_sums[n] += results[n][0].detach() / tc.grad_accum
+                        token_sums[n] += results[n][1]
+                if tc.max_grad_norm > 0:
+                    accelerator.clip_grad_norm_(module.parameters(), tc.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                step += 1
+                steps_since += 1
+                if not bool(accelerator.reduce(torch.isfinite(step_loss).float(), "min")):
+                    raise CrossalignError(
+                        f"loss became {step_loss.item()} at step {step}; stopped. The last good "
+                        f"checkpoint is {last_saved or 'none (no checkpoint yet)'}; lower "
+                        f"train.lr or raise train.warmup_steps"
+                    )
+                bar.update(1)
+                if step % tc.log_every == 0 or step == tc.steps:
+                    now = time.perf_counter()
+                    record = {"step": step, "lr": scheduler.get_last_lr()[0], "processes": world}
+                    ppl_loss, ppl_tokens = 0.0, 0.0
+                    for n in names:
+                        mean = accelerator.reduce(loss_sums[n], "mean").item() / steps_since
+                        record[f"loss/{n}"] = mean
+                        if setup.objectives[n].counts_for_perplexity:
+                            ntok = accelerator.reduce(token_sums[n], "sum").item()
+                            ppl_loss += mean * ntok
+                            ppl_tokens += ntok
+                        loss_sums[n].zero_()
+                        token_sums[n].zero_()
+                    record["loss"] = sum(setup.weights[n] * record[f"loss/{n}"] for n in names)
+                    if ppl_tokens:
+                        record["train/ppl"] = math.exp(min(ppl_loss / ppl_tokens, 50.0))
+                    tokens = accelerator.reduce(
+                        torch.tensor(float(tokens_seen), device=device), "sum"
+                    ).item()
+                    record["tokens_per_s"] = tokens / max(now - last_time, 1e-9)
+                    tokens_seen, steps_since, last_time = 0, 0, now
+                    bar.set_postfix(
+                        loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}"
+                    )
+                    if main:
+                        log.write(json.dumps(record) + "\n")
+                        log.flush()
+                if tc.eval_every and step % tc.eval_every == 0 and step < tc.steps:
+                    held = evaluate(accelerator, module, setup.data, per, tc.seed)
+                    if main and held:
+                        log.write(json.dumps({"step": step, **held}) + "\n")
+                        log.flush()
+                        tqdm.write(f"step {step}: " + _describe(held))
+                    last_time = time.perf_counter()
+                if (tc.save_every and step % tc.save_every == 0) or stop.requested:
+                    last_saved = save_checkpoint(
+                        accelerator,
+                        module,
+                        setup.tokenizer,
+                        run_dir,
+                        step,
+                        samplers,
+                        tc.keep_checkpoints,
+                    )
+                    last_time = time.perf_counter()
+                if stop.requested:
+                    bar.close()
+                    raise CrossalignError(
+                        f"interrupted at step {step}; checkpoint saved to {last_saved}; "
+                        f"continue with: crossalign train ... --resume"
+                    )
+            bar.close()
+            if last_saved is None or not last_saved.name.endswith(checkpoint_name(step)):
+                last_saved = save_checkpoint(
+                    accelerator,
+                    module,
+                    setup.tokenizer,
+                    run_dir,
+                    step,
+                    samplers,
+                    tc.keep_checkpoints,
+                )
+            held = evaluate(accelerator, module, setup.data, per, tc.seed)
+            if main:
+                if held:
+                    log.write(json.dumps({"step": step, **held}) + "\n")
+                _export_model(accelerator, module, setup.tokenizer, run_dir / "model")
+    finally:
+        signal.signal(signal.SIGINT, previous_handler)
+    if main:
+        _print_summary(run_dir, held, cfg)
+    accelerator.wait_for_everyone()
+    return held
+
+
+def _export_model(
+    accelerator: Accelerator, module: nn.Module, tokenizer: PreTrainedTokenizerBase, out: Path
+) -> None:
+    """The final model and tokenizer as one ``save_pretrained`` directory (atomic)."""
+    inner: ObjectiveSet = accelerator.unwrap_model(module)
+    with atomic_dir(out) as tmp:
+        inner.model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+
+
+def _describe(metrics: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
+
+
+def _print_summary(run_dir: Path, held: dict[str, float], cfg: RunConfig) -> None:
+    if "valid/mlm_ppl" in held:
+        print(
+            f"held-out MLM perplexity: {held['valid/mlm_ppl']:.2f} "
+            f"(loss {held['valid/mlm_loss']:.4f})"
+        )
+    if "valid/tlm_ppl" in held:
+        print(
+            f"held-out TLM perplexity: {held['valid/tlm_ppl']:.2f} "
+            f"(loss {held['valid/tlm_loss']:.4f})"
+        )
+    print(f"model: {run_dir / 'model'} (AutoModelForMaskedLM.from_pretrained loads it)")
+    print(f"metrics: {run_dir / 'metrics.jsonl'}; config: {run_dir / 'config.yaml'}")
+    print(
+        "next: continue training with 'crossalign train --config ... "
+        f"run_dir={run_dir}-more model.path={run_dir / 'model'}', or resume this run with "
+        f"more steps: 'crossalign train --config ... run_dir={run_dir} "
+        f"train.steps={cfg.train.steps * 2} --resume'"
+    )
