@@ -1,0 +1,40 @@
+"""A tiny run configuration on the hand-made en/es fixture (24 sentence pairs)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tiny"
+
+
+def tiny_overrides(run_dir: Path, **extra: object) -> list[str]:
+    """Overrides for a 2-layer, hidden-32 model on the fixture, MLM + TLM."""
+    en, es = FIXTURES / "en.txt", FIXTURES / "es.txt"
+    items = {
+        "run_dir": str(run_dir),
+        "model.preset": "tiny",
+        "tokenizer.vocab_size": 200,
+        "data.mono": f"{{en: {en}, es: {es}}}",
+        "data.parallel": f"{{en-es: [{en}, {es}]}}",
+        "data.valid_mono": f"{{en: {en}}}",
+        "data.max_length": 32,
+        "objectives": "[{name: mlm}, {name: tlm, weight: 0.5}]",
+        "train.steps": 12,
+        "train.batch_size": 8,
+        "train.lr": 0.003,
+        "train.warmup_steps": 2,
+        "train.log_every": 1,
+        "train.save_every": 6,
+    }
+    items.update(extra)
+    return [f"{k}={v}" for k, v in items.items()]
+
+
+@pytest.fixture
+def tiny(tmp_path: Path):
+    """A function giving tiny-run overrides under ``tmp_path``."""
+    return lambda name="run", **extra: tiny_overrides(tmp_path / name, **extra)

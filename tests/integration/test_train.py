@@ -1,0 +1,171 @@
+"""End-to-end training on the tiny fixture, in-process through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+from crossalign.cli import main
+
+from .conftest import FIXTURES
+
+
+def losses(run_dir: Path) -> dict[int, float]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return {r["step"]: r["loss"] for r in map(json.loads, lines) if "loss" in r}
+
+
+def test_overfits_eight_sentences(tiny, tmp_path):
+    en = tmp_path / "en8.txt"
+    en.write_text("\n".join((FIXTURES / "en.txt").read_text().splitlines()[:8]) + "\n")
+    args = tiny(
+        "overfit",
+        **{
+            "data.mono": f"{{en: {en}}}",
+            "data.parallel": "{}",
+            "data.valid_mono": f"{{en: {en}}}",
+            "objectives": "[{name: mlm}]",
+            "train.steps": 200,
+            "train.lr": 0.01,
+            "train.save_every": 0,
+            "tokenizer.vocab_size": 60,
+        },
+    )
+    assert main(["train", *args]) == 0
+    curve = losses(tmp_path / "overfit")
+    first = sum(curve[s] for s in range(1, 6)) / 5
+    last = sum(curve[s] for s in range(196, 201)) / 5
+    assert last < 0.5 * first, (first, last)
+    model = AutoModelForMaskedLM.from_pretrained(tmp_path / "overfit" / "model")
+    assert model.config.num_hidden_layers == 2 and model.config.hidden_size == 32
+    AutoTokenizer.from_pretrained(tmp_path / "overfit" / "model")
+
+
+def test_resume_continues_the_same_curve(tiny, tmp_path, capsys):
+    assert main(["train", *tiny("a")]) == 0
+    full = losses(tmp_path / "a")
+    shutil.rmtree(tmp_path / "a" / "checkpoints" / "step-00000012")
+    # a half-written newer checkpoint must be skipped, never used or overwritten blindly
+    (tmp_path / "a" / "checkpoints" / "step-00000011").mkdir()
+    assert main(["train", *tiny("a"), "--resume"]) == 0
+    resumed = losses(tmp_path / "a")
+    assert sorted(resumed) == sorted(full)
+    for step in range(7, 13):
+        assert resumed[step] == pytest.approx(full[step], rel=1e-6, abs=1e-6), step
+    assert (tmp_path / "a" / "checkpoints" / "step-00000011").exists()
+    assert "resumed from" in capsys.readouterr().out
+
+
+def test_existing_checkpoints_are_not_overwritten(tiny, tmp_path, capsys):
+    assert main(["train", *tiny("b", **{"train.steps": 2, "train.save_every": 0})]) == 0
+    before = (tmp_path / "b" / "checkpoints" / "step-00000002" / "model.safetensors").read_bytes()
+    assert main(["train", *tiny("b", **{"train.steps": 2, "train.save_every": 0})]) == 2
+    assert "already has checkpoints; pass --resume" in capsys.readouterr().err
+    after = (tmp_path / "b" / "checkpoints" / "step-00000002" / "model.safetensors").read_bytes()
+    assert before == after
+
+
+def test_corrupt_checkpoint_is_detected(tiny, tmp_path, capsys):
+    bad = tmp_path / "ck"
+    bad.mkdir()
+    (bad / "config.json").write_text("{}")
+    assert main(["train", *tiny("c"), "--resume", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot resume from {bad}: no COMPLETE marker" in err
+    assert main(["train", *tiny("d"), "--resume"]) == 2
+    assert "no good checkpoint" in capsys.readouterr().err
+
+
+def test_nan_loss_stops_and_keeps_last_good(tiny, tmp_path, capsys):
+    args = tiny("n", **{"train.steps": 4, "train.save_every": 2})
+    assert main(["train", *args]) == 0
+    good = (tmp_path / "n" / "checkpoints" / "step-00000004" / "model.safetensors").read_bytes()
+    more = [*args, "train.steps=8", "objectives.0.weight=.nan"]
+    assert main(["train", *more, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "loss became nan at step 5" in err and "step-00000004" in err
+    ckpts = sorted(p.name for p in (tmp_path / "n" / "checkpoints").glob("step-*"))
+    assert ckpts[-1] == "step-00000004"
+    assert (
+        tmp_path / "n" / "checkpoints" / "step-00000004" / "model.safetensors"
+    ).read_bytes() == good
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "train.batch_sise=4",
+            "unknown config key 'train.batch_sise' (did you mean 'batch_size'?)",
+        ),
+        ("objectives=[{name: mlmm}]", "unknown objective 'mlmm' (did you mean 'mlm'?)"),
+        (
+            "objectives=[{name: mlm, mask_prb: 0.2}]",
+            "unknown option 'mask_prb' (did you mean 'mask_prob'?)",
+        ),
+        ("data.mono={xx: tests/fixtures/tiny/en.txt}", "unknown language code 'xx' in data.mono"),
+        (
+            "data.parallel={en-es: [tests/fixtures/tiny/en.txt, pyproject.toml]}",
+            "differ in line count",
+        ),
+        ("train.grad_accum=3", "train.batch_size=8 must be divisible by processes (1)"),
+    ],
+)
+def test_bad_input_one_line_error(tiny, override, message, capsys):
+    assert main(["train", *tiny("e"), override]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1] and err[-1].startswith("crossalign: error: ")
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "crossalign", *args]
+
+
+def test_two_processes(tiny, tmp_path):
+    pytest.importorskip("torch.distributed")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    args = tiny("ddp", **{"train.steps": 4, "train.log_every": 2, "train.save_every": 0})
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+        "--master_port", "29531", "-m", "crossalign", "train", *args,
+    ]  # fmt: skip
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    records = [json.loads(x) for x in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
+    assert records[0]["processes"] == 2 and records[-1]["valid/mlm_ppl"] > 1
+    AutoModelForMaskedLM.from_pretrained(tmp_path / "ddp" / "model")
+
+
+def test_ctrl_c_saves_a_checkpoint(tiny, tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    args = tiny("int", **{"train.steps": 100000, "train.save_every": 0, "train.log_every": 1})
+    proc = subprocess.Popen(_cli("train", *args), env=env, stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / "int" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (metrics.exists() and metrics.stat().st_size > 0):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err[-2000:]
+    assert "interrupted at step" in err and "--resume" in err
+    (ckpt,) = (tmp_path / "int" / "checkpoints").glob("step-*")
+    assert (ckpt / "COMPLETE").exists()
+
+
+def test_help_and_ls(capsys):
+    for cmd in (["--help"], ["train", "--help"], ["data", "--help"], ["backbone", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            main(cmd)
+        assert e.value.code == 0
+    assert main(["ls", "objectives"]) == 0
+    out = capsys.readouterr().out
+    assert "mlm " in out and "tlm " in out

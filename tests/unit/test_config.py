@@ -1,0 +1,42 @@
+import pytest
+
+from crossalign.config import config_to_dict, load_config
+from crossalign.errors import CrossalignError
+
+
+def test_defaults_and_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("train:\n  steps: 5\nobjectives:\n  - {name: mlm, mask_prob: 0.2}\n")
+    cfg = load_config(path, ["train.lr=0.01", "objectives.0.weight=2", "model.preset=tiny"])
+    assert cfg.train.steps == 5 and cfg.train.lr == 0.01
+    assert cfg.objectives[0].weight == 2.0
+    assert cfg.objectives[0].options == {"mask_prob": 0.2}
+    assert cfg.model.preset == "tiny"
+    assert config_to_dict(cfg)["train"]["betas"] == [0.9, 0.98]
+
+
+def test_unknown_key_suggests_nearest(tmp_path):
+    with pytest.raises(CrossalignError, match=r"unknown config key 'train.stesp'.*'steps'"):
+        load_config(None, ["train.stesp=3"])
+    with pytest.raises(CrossalignError, match=r"'trian'.*did you mean 'train'"):
+        load_config(None, ["trian.steps=3"])
+
+
+def test_bad_values_are_named():
+    with pytest.raises(CrossalignError, match="train.steps='abc' must be of type int"):
+        load_config(None, ["train.steps=abc"])
+    with pytest.raises(CrossalignError, match="train.precision"):
+        load_config(None, ["train.precision=fp8"])
+    with pytest.raises(CrossalignError, match="model.preset 'tinny'.*did you mean 'tiny'"):
+        load_config(None, ["model.preset=tinny"])
+    with pytest.raises(CrossalignError, match="key=value"):
+        load_config(None, ["train.steps"])
+
+
+def test_bad_yaml_names_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("train: [unclosed\n")
+    with pytest.raises(CrossalignError, match="bad.yaml: not valid YAML"):
+        load_config(path)
+    with pytest.raises(CrossalignError, match="does not exist"):
+        load_config(tmp_path / "missing.yaml")
