@@ -8,6 +8,7 @@ losses, step AdamW with warm-up and linear decay; log, evaluate and checkpoint o
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import signal
@@ -250,6 +251,7 @@ def save_checkpoint(
     tokenizer: PreTrainedTokenizerBase,
     run_dir: Path,
     step: int,
+    *,
     samplers: dict[str, SourceSampler],
     keep: int,
 ) -> Path:
@@ -358,8 +360,23 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
     last_saved: Path | None = resume_from
     bar = tqdm(total=tc.steps, initial=step, disable=not main, desc="train", unit="step")
     module.train()
+    save = functools.partial(
+        save_checkpoint,
+        accelerator,
+        module,
+        setup.tokenizer,
+        run_dir,
+        samplers=samplers,
+        keep=tc.keep_checkpoints,
+    )
     try:
         with open(metrics_path, "a", encoding="utf-8") if main else contextlib.nullcontext() as log:
+
+            def emit(record: dict) -> None:
+                if main:
+                    log.write(json.dumps(record) + "\n")
+                    log.flush()
+
             while step < tc.steps:
                 draws = {n: samplers[n].draw(step, tc.batch_size) for n in names}
                 step_loss = torch.zeros((), device=device)
@@ -422,26 +439,15 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                     bar.set_postfix(
                         loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}"
                     )
-                    if main:
-                        log.write(json.dumps(record) + "\n")
-                        log.flush()
+                    emit(record)
                 if tc.eval_every and step % tc.eval_every == 0 and step < tc.steps:
                     held = evaluate(accelerator, module, setup.data, per, tc.seed)
-                    if main and held:
-                        log.write(json.dumps({"step": step, **held}) + "\n")
-                        log.flush()
-                        tqdm.write(f"step {step}: " + _describe(held))
+                    if held:
+                        emit({"step": step, **held})
+                        bar.write(f"step {step}: " + _describe(held))
                     last_time = time.perf_counter()
                 if (tc.save_every and step % tc.save_every == 0) or stop.requested:
-                    last_saved = save_checkpoint(
-                        accelerator,
-                        module,
-                        setup.tokenizer,
-                        run_dir,
-                        step,
-                        samplers,
-                        tc.keep_checkpoints,
-                    )
+                    last_saved = save(step)
                     last_time = time.perf_counter()
                 if stop.requested:
                     bar.close()
@@ -450,20 +456,12 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                         f"continue with: crossalign train ... --resume"
                     )
             bar.close()
-            if last_saved is None or not last_saved.name.endswith(checkpoint_name(step)):
-                last_saved = save_checkpoint(
-                    accelerator,
-                    module,
-                    setup.tokenizer,
-                    run_dir,
-                    step,
-                    samplers,
-                    tc.keep_checkpoints,
-                )
+            if last_saved is None or last_saved.name != checkpoint_name(step):
+                last_saved = save(step)
             held = evaluate(accelerator, module, setup.data, per, tc.seed)
+            if held:
+                emit({"step": step, **held})
             if main:
-                if held:
-                    log.write(json.dumps({"step": step, **held}) + "\n")
                 _export_model(accelerator, module, setup.tokenizer, run_dir / "model")
     finally:
         signal.signal(signal.SIGINT, previous_handler)
