@@ -75,7 +75,7 @@ def bare_tokens_per_s(cfg_overrides: list[str], warmup: int) -> float:
     """Tokens/s of a plain PyTorch loop on the same model and batches (pre-collated)."""
     cfg = load_config(None, cfg_overrides)
     torch.manual_seed(cfg.train.seed)
-    setup = build_setup(cfg, None, True)
+    setup = build_setup(cfg, None)
     model = setup.model
     from crossalign.data.batching import SourceSampler
 

@@ -104,8 +104,14 @@ def _objectives(cfg: RunConfig, ctx: TokenContext) -> tuple[dict[str, Objective]
     return objectives, weights
 
 
-def build_setup(cfg: RunConfig, resume_from: Path | None, is_main: bool) -> Setup:
-    """Read data, get the tokenizer (resumed, loaded or trained), build model and objectives."""
+def build_setup(
+    cfg: RunConfig, resume_from: Path | None, accelerator: Accelerator | None = None
+) -> Setup:
+    """Read data, get the tokenizer (resumed, loaded or trained), build model and objectives.
+
+    A tokenizer is trained by the main process only and saved to ``run_dir/tokenizer``, where
+    the other processes load it, so every process uses the same one.
+    """
     sources = resolve_sources(cfg.data)
     texts = read_sources(sources)
     if resume_from is not None:
@@ -115,7 +121,14 @@ def build_setup(cfg: RunConfig, resume_from: Path | None, is_main: bool) -> Setu
     elif cfg.tokenizer.path:
         tokenizer = load_tokenizer(cfg.tokenizer.path)
     else:
-        tokenizer = train_tokenizer(texts.by_language(), cfg.tokenizer, cfg.train.seed)
+        saved = Path(cfg.run_dir) / "tokenizer"
+        if accelerator is None or accelerator.is_main_process:
+            tokenizer = train_tokenizer(texts.by_language(), cfg.tokenizer, cfg.train.seed)
+            with atomic_dir(saved) as tmp:
+                tokenizer.save_pretrained(tmp)
+        if accelerator is not None:
+            accelerator.wait_for_everyone()
+            tokenizer = load_tokenizer(saved)
     data = tokenize_texts(texts, tokenizer, cfg.data.max_length, cfg.data.max_valid_sequences)
     model = build_model(
         cfg.model, len(tokenizer), tokenizer.pad_token_id, sources.languages(), cfg.data.max_length
@@ -317,7 +330,7 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
         )
 
     set_seed(tc.seed)
-    setup = build_setup(cfg, resume_from, main)
+    setup = build_setup(cfg, resume_from, accelerator)
     module = ObjectiveSet(setup.model, setup.objectives)
     optimizer = _optimizer(module, cfg)
     scheduler = get_linear_schedule_with_warmup(optimizer, tc.warmup_steps, tc.steps)
