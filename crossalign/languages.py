@@ -20,6 +20,7 @@ ISO639_3_TO_1 = {
     "afr": "af", "ara": "ar", "bre": "br", "bul": "bg", "cat": "ca", "ces": "cs", "cym": "cy",
     "dan": "da", "deu": "de", "ell": "el", "eng": "en", "epo": "eo", "est": "et", "eus": "eu",
     "fin": "fi", "fra": "fr", "gla": "gd", "gle": "ga", "hin": "hi", "hrv": "hr", "hun": "hu",
+    "ind": "id",
     "isl": "is", "ita": "it", "jpn": "ja", "kur": "ku", "lat": "la", "lit": "lt", "mkd": "mk",
     "nld": "nl", "nno": "nn", "nob": "nb", "nor": "no", "pol": "pl", "por": "pt", "ron": "ro",
     "rus": "ru", "slk": "sk", "slv": "sl", "spa": "es", "srp": "sr", "swe": "sv", "swh": "sw",

@@ -43,7 +43,9 @@ def read_text(path: PathLike) -> list[str]:
     lines = [t.strip() for _, t in iter_lines(path)]
     lines = [t for t in lines if t]
     if not lines:
-        raise CrossalignError(f"{path}: file is empty; give a UTF-8 file with one sentence per line")
+        raise CrossalignError(
+            f"{path}: file is empty; give a UTF-8 file with one sentence per line"
+        )
     return lines
 
 
@@ -64,7 +66,9 @@ def read_hf_text(dataset: str, split: str = "train", column: str = "text") -> li
         else:
             ds = datasets.load_dataset(dataset, split=split)
     except (FileNotFoundError, ValueError, ConnectionError, KeyError) as e:
-        raise CrossalignError(f"dataset {dataset} (split {split}): {str(e).splitlines()[0]}") from None
+        raise CrossalignError(
+            f"dataset {dataset} (split {split}): {str(e).splitlines()[0]}"
+        ) from None
     if column not in ds.column_names:
         raise CrossalignError(
             f"dataset {dataset} has no column '{column}'; its columns: {', '.join(ds.column_names)}"
@@ -141,7 +145,8 @@ def read_dictionary(path: PathLike) -> list[tuple[str, str]]:
             continue
         if len(fields) < 2:
             raise CrossalignError(
-                f"{path}:{number}: dictionary line has {len(fields)} field; expected 'source target'"
+                f"{path}:{number}: dictionary line has {len(fields)} field; "
+                f"expected 'source target'"
             )
         pairs.append((fields[0], fields[1]))
     if not pairs:

@@ -30,9 +30,9 @@ def sample_by_language(
     for lang in sorted(texts):
         lines = texts[lang]
         want = max(1, round(probs[lang] * total))
-        idx = np.concatenate(
-            [rng.permutation(len(lines)) for _ in range(-(-want // len(lines)))]
-        )[:want]
+        idx = np.concatenate([rng.permutation(len(lines)) for _ in range(-(-want // len(lines)))])[
+            :want
+        ]
         out.extend(lines[i] for i in idx)
     order = rng.permutation(len(out))
     return [out[i] for i in order]

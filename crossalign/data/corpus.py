@@ -1,0 +1,88 @@
+"""Find the train and valid files of a corpus built by ``crossalign data ...``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from crossalign.data.card import CARD
+from crossalign.errors import CrossalignError
+from crossalign.languages import check_language
+
+
+def load_card(corpus_dir: str | Path) -> dict[str, Any]:
+    """The ``card.json`` of a built corpus; raises if ``corpus_dir`` is not one."""
+    path = Path(corpus_dir) / CARD
+    if not path.is_file():
+        raise CrossalignError(
+            f"{corpus_dir} is not a built corpus (no {CARD}); build one with e.g. "
+            f"crossalign data bible --out {corpus_dir}"
+        )
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CrossalignError(f"{path}: not valid JSON ({e}); rebuild the corpus") from None
+    if not isinstance(card, dict) or not isinstance(card.get("pairs"), dict):
+        raise CrossalignError(f"{path}: no 'pairs' mapping; rebuild the corpus")
+    return card
+
+
+def _files(corpus_dir: Path, name: str, src: str, tgt: str, split: str) -> tuple[str, str]:
+    """The two line-aligned files of one pair and split; raises if one is missing."""
+    files = (corpus_dir / name / f"{split}.{src}", corpus_dir / name / f"{split}.{tgt}")
+    for path in files:
+        if not path.is_file():
+            raise CrossalignError(f"{path} is missing; rebuild the corpus")
+    return str(files[0]), str(files[1])
+
+
+def resolve_corpus(
+    corpus_dir: str | Path, languages: list[str] | None = None
+) -> dict[str, dict[str, list[str]]]:
+    """Train and valid files of a built parallel corpus, by language and by pair.
+
+    Returns ``{"mono": {lang: [train files]}, "parallel": {"src-tgt": [train.src, train.tgt]},
+    "valid_mono": {...}, "valid_parallel": {...}}``. ``mono`` lists every train file of a
+    language across pairs (``en`` of each LibreOffice pair). With ``languages``, only pairs whose
+    both sides are listed are kept, and mono text of the listed languages only. Empty splits
+    (the valid split of a tiny corpus) are left out.
+    """
+    corpus_dir = Path(corpus_dir)
+    card = load_card(corpus_dir)
+    if card.get("format") != "parallel":
+        raise CrossalignError(
+            f"{corpus_dir} is a {card.get('format')} corpus, not parallel text; "
+            f"use it where a dictionary is expected"
+        )
+    pairs = {name: (p["src"], p["tgt"]) for name, p in card["pairs"].items()}
+    present = sorted({lang for pair in pairs.values() for lang in pair})
+    wanted = set(present)
+    if languages is not None:
+        for lang in languages:
+            check_language(lang, f"languages for {corpus_dir}")
+            if lang not in present:
+                raise CrossalignError(
+                    f"corpus {corpus_dir} has no language '{lang}'; it has: {', '.join(present)}"
+                )
+        wanted = set(languages)
+    out: dict[str, dict[str, list[str]]] = {
+        "mono": {},
+        "parallel": {},
+        "valid_mono": {},
+        "valid_parallel": {},
+    }
+    for split, mono_key, parallel_key in (
+        ("train", "mono", "parallel"),
+        ("valid", "valid_mono", "valid_parallel"),
+    ):
+        for name, (src, tgt) in sorted(pairs.items()):
+            src_file, tgt_file = _files(corpus_dir, name, src, tgt, split)
+            if Path(src_file).stat().st_size == 0:  # a tiny corpus can have an empty valid split
+                continue
+            for lang, path in ((src, src_file), (tgt, tgt_file)):
+                if lang in wanted:
+                    out[mono_key].setdefault(lang, []).append(path)
+            if src in wanted and tgt in wanted:
+                out[parallel_key][name] = [src_file, tgt_file]
+    return out
