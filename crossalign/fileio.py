@@ -12,6 +12,18 @@ from pathlib import Path
 from typing import Any
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _open_permissions(path: Path, directory: bool) -> None:
+    """Give a temporary file or directory (created private by ``tempfile``) the permissions
+    an ordinary ``open``/``mkdir`` would, so outputs are readable like any other file."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary file path beside ``path``; on success it is renamed onto ``path``.
@@ -22,6 +34,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    _open_permissions(Path(tmp), directory=False)
     try:
         yield Path(tmp)
         os.replace(tmp, path)
@@ -73,6 +86,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    _open_permissions(tmp, directory=True)
     try:
         yield tmp
     except BaseException:
