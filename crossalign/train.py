@@ -143,8 +143,11 @@ def build_setup(
         languages=model_languages(model) if cfg.model.language_embeddings else [],
         position_offset=position_offset(model),
         max_length=cfg.data.max_length,
+        tokenizer=tokenizer,
     )
     objectives, weights = _objectives(cfg, ctx)
+    for objective in objectives.values():
+        objective.check_config(cfg)
     for name, obj in objectives.items():
         if obj.data == "parallel" and not data.parallel:
             raise CrossalignError(
@@ -153,6 +156,10 @@ def build_setup(
             )
         if obj.data == "mono" and not data.mono:
             raise CrossalignError(f"objective '{name}' needs monolingual data: set data.mono")
+    for objective in objectives.values():
+        # Also on resume: the starting model is rebuilt identically before its state is
+        # loaded, so ``start`` derives exactly what the original run derived.
+        objective.start(model)
     return Setup(tokenizer, model, objectives, weights, data)
 
 
@@ -184,6 +191,54 @@ class StopRequest:
             raise KeyboardInterrupt
         self.requested = True
         tqdm.write("interrupt: finishing this step, saving a checkpoint (Ctrl-C again to abort)")
+
+
+class LogStats:
+    """Per-objective sums between two log lines: loss, extra metrics and predicted tokens.
+
+    ``flush`` turns them into the means a ``metrics.jsonl`` line reports, averaged over steps
+    and processes. ``train/ppl`` averages the masked-LM part of each objective that counts
+    for perplexity (its ``lm_loss`` metric when it reports one, else its loss), weighted by
+    predicted tokens, so auxiliary losses never enter it.
+    """
+
+    def __init__(self, objectives: dict[str, Objective], weights: dict[str, float]) -> None:
+        self.objectives = objectives
+        self.weights = weights
+        self.sums: dict[str, torch.Tensor] = {}
+        self.steps = 0
+
+    def add(self, results: dict, scale: float) -> None:
+        """Add one micro-step's (loss, n_tokens, metrics) per objective, scaled by ``scale``."""
+        for name, (loss, ntok, metrics) in results.items():
+            for key, value in {"loss": loss, **metrics}.items():
+                key = f"{name}/{key}"
+                self.sums[key] = self.sums.get(key, 0.0) + value.detach().float() * scale
+            key = f"{name}/tokens"
+            self.sums[key] = self.sums.get(key, 0.0) + ntok.detach().float()
+
+    def flush(self, accelerator: Accelerator) -> dict[str, float]:
+        """Means since the last flush (then reset): ``loss``, ``loss/<objective>``,
+        ``<objective>/<metric>`` and ``train/ppl``."""
+        keys = sorted(self.sums)
+        values = accelerator.reduce(torch.stack([self.sums[k] for k in keys]), "mean").tolist()
+        means = {k: v / self.steps for k, v in zip(keys, values)}
+        record: dict[str, float] = {}
+        ppl_loss = ppl_tokens = 0.0
+        for name, objective in self.objectives.items():
+            record[f"loss/{name}"] = means[f"{name}/loss"]
+            for key, value in means.items():
+                if key.startswith(f"{name}/") and key not in (f"{name}/loss", f"{name}/tokens"):
+                    record[key] = value
+            if objective.counts_for_perplexity:
+                ntok = means[f"{name}/tokens"]
+                ppl_loss += means.get(f"{name}/lm_loss", means[f"{name}/loss"]) * ntok
+                ppl_tokens += ntok
+        record["loss"] = sum(self.weights[n] * record[f"loss/{n}"] for n in self.objectives)
+        if ppl_tokens:
+            record["train/ppl"] = math.exp(min(ppl_loss / ppl_tokens, 50.0))
+        self.sums, self.steps = {}, 0
+        return record
 
 
 def evaluate(
@@ -367,9 +422,8 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
     previous_handler = signal.signal(signal.SIGINT, stop)
     device = accelerator.device
     names = list(setup.objectives)
-    loss_sums = {n: torch.zeros((), device=device) for n in names}
-    token_sums = {n: torch.zeros((), device=device) for n in names}
-    tokens_seen, steps_since, last_time = 0, 0, time.perf_counter()
+    stats = LogStats(setup.objectives, setup.weights)
+    tokens_seen, last_time = 0, time.perf_counter()
     last_saved: Path | None = resume_from
     bar = tqdm(total=tc.steps, initial=step, disable=not main, desc="train", unit="step")
     module.train()
@@ -411,16 +465,14 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                         total = sum(setup.weights[n] * results[n][0] for n in names)
                         accelerator.backward(total / tc.grad_accum)
                     step_loss += total.detach() / tc.grad_accum
-                    for n in names:
-                        loss_sums[n] += results[n][0].detach() / tc.grad_accum
-                        token_sums[n] += results[n][1]
+                    stats.add(results, 1.0 / tc.grad_accum)
                 if tc.max_grad_norm > 0:
                     accelerator.clip_grad_norm_(module.parameters(), tc.max_grad_norm)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
-                steps_since += 1
+                stats.steps += 1
                 if not bool(accelerator.reduce(torch.isfinite(step_loss).float(), "min")):
                     raise CrossalignError(
                         f"loss became {step_loss.item()} at step {step}; stopped. The last good "
@@ -431,24 +483,12 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                 if step % tc.log_every == 0 or step == tc.steps:
                     now = time.perf_counter()
                     record = {"step": step, "lr": scheduler.get_last_lr()[0], "processes": world}
-                    ppl_loss, ppl_tokens = 0.0, 0.0
-                    for n in names:
-                        mean = accelerator.reduce(loss_sums[n], "mean").item() / steps_since
-                        record[f"loss/{n}"] = mean
-                        if setup.objectives[n].counts_for_perplexity:
-                            ntok = accelerator.reduce(token_sums[n], "sum").item()
-                            ppl_loss += mean * ntok
-                            ppl_tokens += ntok
-                        loss_sums[n].zero_()
-                        token_sums[n].zero_()
-                    record["loss"] = sum(setup.weights[n] * record[f"loss/{n}"] for n in names)
-                    if ppl_tokens:
-                        record["train/ppl"] = math.exp(min(ppl_loss / ppl_tokens, 50.0))
+                    record.update(stats.flush(accelerator))
                     tokens = accelerator.reduce(
                         torch.tensor(float(tokens_seen), device=device), "sum"
                     ).item()
                     record["tokens_per_s"] = tokens / max(now - last_time, 1e-9)
-                    tokens_seen, steps_since, last_time = 0, 0, now
+                    tokens_seen, last_time = 0, now
                     bar.set_postfix(
                         loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}"
                     )

@@ -6,19 +6,28 @@ An objective is an ``nn.Module`` (so its own heads train and checkpoint with the
   happens here;
 - ``forward(model, batch) -> outputs``: usually one model call;
 - ``loss(batch, outputs) -> (loss, n_tokens, metrics)``: a pure function of tensors.
+
+Every metric is logged as ``<objective>/<key>``; an objective whose loss adds an auxiliary
+term to a masked-LM loss reports the masked-LM part as ``lm_loss``, and only that part enters
+perplexity. Two optional hooks run once before training: ``check_config(cfg)`` refuses run
+settings the method cannot train with, ``start(model)`` prepares state from the starting
+model (e.g. a dictionary induced from its embeddings).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from crossalign.registry import Registry
+
+if TYPE_CHECKING:
+    from crossalign.config import RunConfig
 
 
 @dataclass
@@ -37,6 +46,8 @@ class TokenContext:
     position_offset: int
     """Position id of a sequence's first token (0 for BERT, pad_id + 1 for RoBERTa)."""
     max_length: int
+    tokenizer: PreTrainedTokenizerBase | None = None
+    """The run's tokenizer, for objectives that map words (e.g. dictionaries) to ids."""
 
     def language_id(self, lang: str) -> int:
         """Token-type id of ``lang`` (0 without language embeddings)."""
@@ -73,6 +84,12 @@ class Objective(nn.Module):
     def __init__(self, ctx: TokenContext) -> None:
         super().__init__()
         self.ctx = ctx
+
+    def check_config(self, cfg: RunConfig) -> None:
+        """Raise CrossalignError when the run config does not suit this objective."""
+
+    def start(self, model: PreTrainedModel) -> None:
+        """Prepare state from the starting model, once, before the first step."""
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Tensors for one micro-batch (CPU); masking uses ``generator``."""

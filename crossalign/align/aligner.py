@@ -1,0 +1,303 @@
+"""Align the words of sentence pairs with a Hugging Face encoder, many pairs per forward pass."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+from tqdm import tqdm
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.utils import logging as hf_logging
+
+from crossalign.align.extract import METHODS, subword_links
+from crossalign.align.words import SUBWORD_MODES, Pieces, link_lists, to_pieces, word_links
+from crossalign.errors import CrossalignError
+from crossalign.models.build import model_languages, position_offset
+
+Links = list[tuple[int, int]]
+
+
+@dataclass
+class AlignConfig:
+    """How to align: extraction method, encoding of the pair, and the method's constants."""
+
+    method: str = "ot"
+    """ot (XLM-Align), itermax or argmax (SimAlign)."""
+    joint: bool = True
+    """Encode a pair as one sequence ``[cls] src [sep] [cls] tgt [sep]`` (positions restart at
+    the target, as in TLM; XLM-Align) or each sentence on its own (SimAlign)."""
+    subwords: str = "per-word"
+    """Word -> subwords: tokenize each word alone (per-word) or use the fast tokenizer's
+    ``word_ids()`` on the whole sentence (word-ids)."""
+    sinkhorn_iters: int = 2
+    """Sinkhorn iterations of ``ot`` (XLM-Align: 2)."""
+    mu: float = 1.0
+    """Entropic regularisation μ of ``ot``: the kernel is ``exp(f_sim / μ)``."""
+    eps: float = 1e-6
+    """Floor ε of the dot products in ``f_sim = log max(ε, h_iᵀ h_j)``."""
+    filter_iters: int = 2
+    """Rounds of iterative alignment filtering (``ot``) or IterMax's ``max_count``."""
+    alpha: float = 0.9
+    """Discount of scores whose row or column is already aligned (filtering, IterMax)."""
+    batch_size: int = 32
+    """Sentence pairs per forward pass."""
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise CrossalignError(
+                f"unknown alignment method '{self.method}'; choose one of {', '.join(METHODS)}"
+            )
+        if self.subwords not in SUBWORD_MODES:
+            raise CrossalignError(
+                f"unknown subword mode '{self.subwords}'; choose one of {', '.join(SUBWORD_MODES)}"
+            )
+        for key in ("batch_size", "filter_iters"):
+            if getattr(self, key) < 1:
+                raise CrossalignError(f"{key}={getattr(self, key)} must be >= 1")
+        if self.sinkhorn_iters < 0:
+            raise CrossalignError(f"sinkhorn_iters={self.sinkhorn_iters} must be >= 0")
+        if self.mu <= 0 or self.eps <= 0:
+            raise CrossalignError(f"mu={self.mu} and eps={self.eps} must be > 0")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise CrossalignError(f"alpha={self.alpha} must be in [0, 1]")
+
+
+@dataclass
+class PairBatch:
+    """Model inputs of a batch of B pairs and where each side's subword states come out."""
+
+    inputs: dict[str, torch.Tensor]
+    """input_ids, attention_mask [R, L] (R = B joint, 2B separate), optionally position_ids and
+    token_type_ids."""
+    src_row: torch.Tensor
+    """[B] row of the model output holding the source subwords."""
+    src_col: torch.Tensor
+    """[B, m] their positions in that row (0 at padding)."""
+    tgt_row: torch.Tensor
+    """[B] row holding the target subwords."""
+    tgt_col: torch.Tensor
+    """[B, n] their positions (0 at padding)."""
+    src_words: torch.Tensor
+    """[B, m] word of each source subword, -1 at padding."""
+    tgt_words: torch.Tensor
+    """[B, n] word of each target subword, -1 at padding."""
+    n_src_words: int
+    n_tgt_words: int
+
+
+def check_layers(layers: Sequence[int], n_layers: int, model: str = "the model") -> None:
+    """Raise CrossalignError unless every layer is in 0..n_layers (0 = embeddings)."""
+    if not layers:
+        raise CrossalignError("no layer given; e.g. --layers 8 or --layers all")
+    bad = [x for x in layers if not 0 <= x <= n_layers]
+    if bad:
+        raise CrossalignError(f"layer {bad[0]} does not exist: {model} has layers 0-{n_layers}")
+
+
+def _padded(rows: list[list[int]], value: int) -> torch.Tensor:
+    """[len(rows), longest] long tensor of ``rows``, right-padded with ``value``."""
+    tensors = [torch.tensor(r, dtype=torch.long) for r in rows]
+    if not any(len(t) for t in tensors):
+        return torch.full((len(rows), 0), value, dtype=torch.long)
+    return nn.utils.rnn.pad_sequence(tensors, batch_first=True, padding_value=value)
+
+
+class WordAligner:
+    """Word links of whitespace-tokenized sentence pairs from a layer of an encoder."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        cfg: AlignConfig,
+        languages: tuple[str, str] | None = None,
+    ) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.cfg = cfg
+        self.device = next(model.parameters()).device
+        cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+        self.cls_id = cls_id if cls_id is not None else tokenizer.bos_token_id
+        self.sep_id = sep_id if sep_id is not None else tokenizer.eos_token_id
+        if self.cls_id is None or self.sep_id is None or tokenizer.pad_token_id is None:
+            raise CrossalignError("the tokenizer needs cls (or bos), sep (or eos) and pad tokens")
+        self.pad_id = tokenizer.pad_token_id
+        self.offset = position_offset(model)
+        self.max_pieces = model.config.max_position_embeddings - self.offset - 2
+        known = model_languages(model)
+        self.type_ids = (
+            tuple(known.index(x) if x in known else 0 for x in languages)
+            if known and languages
+            else None
+        )
+        self.truncated = 0
+        """Sentences cut to ``max_pieces`` subwords so far (their last words stay unaligned)."""
+        self.seconds = {"tokenize": 0.0, "encode": 0.0, "extract": 0.0}
+        """Time spent so far in each stage of ``align``."""
+
+    def collate(self, pairs: Sequence[tuple[Pieces, Pieces]]) -> PairBatch:
+        """Model inputs for B pairs: one row ``[cls] src [sep] [cls] tgt [sep]`` per pair with
+        positions restarting at the target (joint), or rows ``[cls] src [sep]`` then rows
+        ``[cls] tgt [sep]`` (separate)."""
+        src = [s for s, _ in pairs]
+        tgt = [t for _, t in pairs]
+        b = len(pairs)
+        src_first = [1] * b
+        if self.cfg.joint:
+            rows = [
+                [self.cls_id, *s.ids, self.sep_id, self.cls_id, *t.ids, self.sep_id]
+                for s, t in pairs
+            ]
+            positions = [[*range(len(s.ids) + 2), *range(len(t.ids) + 2)] for s, t in pairs]
+            sides = [[0] * (len(s.ids) + 2) + [1] * (len(t.ids) + 2) for s, t in pairs]
+            tgt_first = [len(s.ids) + 3 for s in src]
+            src_row = tgt_row = torch.arange(b)
+        else:
+            rows = [[self.cls_id, *p.ids, self.sep_id] for p in src + tgt]
+            positions = [list(range(len(r))) for r in rows]
+            sides = [[0] * len(r) for r in rows[:b]] + [[1] * len(r) for r in rows[b:]]
+            tgt_first = [1] * b
+            src_row, tgt_row = torch.arange(b), torch.arange(b, 2 * b)
+        side = _padded(sides, -1)
+        inputs = {"input_ids": _padded(rows, self.pad_id), "attention_mask": (side >= 0).long()}
+        if self.cfg.joint:
+            inputs["position_ids"] = self.offset + _padded(positions, 0)
+        if self.type_ids is not None:
+            inputs["token_type_ids"] = torch.where(side == 1, self.type_ids[1], self.type_ids[0])
+        src_words = _padded([s.words for s in src], -1)
+        tgt_words = _padded([t.words for t in tgt], -1)
+        src_col = torch.tensor(src_first)[:, None] + torch.arange(src_words.shape[1])
+        tgt_col = torch.tensor(tgt_first)[:, None] + torch.arange(tgt_words.shape[1])
+        return PairBatch(
+            inputs=inputs,
+            src_row=src_row,
+            src_col=src_col.masked_fill(src_words < 0, 0),
+            tgt_row=tgt_row,
+            tgt_col=tgt_col.masked_fill(tgt_words < 0, 0),
+            src_words=src_words,
+            tgt_words=tgt_words,
+            n_src_words=max(s.n_words for s in src),
+            n_tgt_words=max(t.n_words for t in tgt),
+        )
+
+    @torch.inference_mode()
+    def hidden_states(self, batch: PairBatch) -> tuple[torch.Tensor, ...]:
+        """The encoder's hidden states of the batch: (embeddings, layer 1, ...), each [R, L, d]."""
+        inputs = {k: v.to(self.device) for k, v in batch.inputs.items()}
+        return self.model(**inputs, output_hidden_states=True).hidden_states
+
+    @torch.inference_mode()
+    def word_links(self, states: torch.Tensor, batch: PairBatch) -> torch.Tensor:
+        """Word links of the batch from the states of one layer.
+
+        states [R, L, d] -> bool [B, n_src_words, n_tgt_words] (on the CPU).
+        """
+        dev = states.device
+        src = states[batch.src_row.to(dev)[:, None], batch.src_col.to(dev)]  # [B, m, d]
+        tgt = states[batch.tgt_row.to(dev)[:, None], batch.tgt_col.to(dev)]  # [B, n, d]
+        src_words, tgt_words = batch.src_words.to(dev), batch.tgt_words.to(dev)
+        cfg = self.cfg
+        links = subword_links(
+            src.float(),
+            tgt.float(),
+            src_words >= 0,
+            tgt_words >= 0,
+            cfg.method,
+            cfg.sinkhorn_iters,
+            cfg.mu,
+            cfg.eps,
+            cfg.filter_iters,
+            cfg.alpha,
+        )
+        words = word_links(links, src_words, tgt_words, batch.n_src_words, batch.n_tgt_words)
+        return words.cpu()
+
+    def _pieces(self, sentences: list[list[str]]) -> list[Pieces]:
+        """Subwords of the sentences, cut to the ``max_pieces`` the model's positions hold."""
+        pieces = to_pieces(self.tokenizer, sentences, self.cfg.subwords)
+        self.truncated += sum(len(p.ids) > self.max_pieces for p in pieces)
+        return [p.truncated(self.max_pieces) for p in pieces]
+
+    def align(
+        self,
+        pairs: Sequence[tuple[list[str], list[str]]],
+        layers: Sequence[int],
+        progress: bool = False,
+    ) -> dict[int, list[Links]]:
+        """Word links of every pair at each layer (0 = embeddings), as sorted ``(i, j)`` lists
+        in input order. One forward pass per batch serves all layers.
+
+        Pairs are tokenized a chunk at a time and sorted by length within the chunk, so a batch
+        holds pairs of similar length and little padding.
+        """
+        check_layers(layers, self.model.config.num_hidden_layers)
+        results: dict[int, list[Links]] = {x: [[] for _ in pairs] for x in layers}
+        chunk = 64 * self.cfg.batch_size
+        with tqdm(total=len(pairs), unit="pair", disable=not progress, file=sys.stderr) as bar:
+            for start in range(0, len(pairs), chunk):
+                t0 = time.perf_counter()
+                part = pairs[start : start + chunk]
+                src = self._pieces([s for s, _ in part])
+                tgt = self._pieces([t for _, t in part])
+                order = sorted(range(len(part)), key=lambda k: -len(src[k].ids) - len(tgt[k].ids))
+                self.seconds["tokenize"] += time.perf_counter() - t0
+                for b0 in range(0, len(order), self.cfg.batch_size):
+                    t0 = time.perf_counter()
+                    idx = order[b0 : b0 + self.cfg.batch_size]
+                    batch = self.collate([(src[k], tgt[k]) for k in idx])
+                    states = self.hidden_states(batch)
+                    if self.device.type == "cuda":
+                        torch.cuda.synchronize(self.device)
+                    t1 = time.perf_counter()
+                    for layer in layers:
+                        for k, links in zip(idx, link_lists(self.word_links(states[layer], batch))):
+                            results[layer][start + k] = links
+                    t2 = time.perf_counter()
+                    self.seconds["encode"] += t1 - t0
+                    self.seconds["extract"] += t2 - t1
+                    bar.update(len(idx))
+        return results
+
+
+def load_aligner(
+    path: str | Path,
+    cfg: AlignConfig,
+    layers: Sequence[int],
+    languages: tuple[str, str] | None = None,
+    device: str | None = None,
+) -> WordAligner:
+    """A ``WordAligner`` for the ``save_pretrained`` model and tokenizer in ``path``.
+
+    Only the first ``max(layers)`` transformer layers are kept (a BERT-style ``encoder.layer``
+    list is cut), since hidden state L depends on no later layer. ``device`` defaults to CUDA
+    when available.
+    """
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise CrossalignError(
+            f"model {path} is not a save_pretrained directory (no config.json); export a "
+            f"backbone with 'crossalign backbone export' or point at a run's model directory"
+        )
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        model = AutoModel.from_pretrained(str(path))
+    except (OSError, ValueError) as e:
+        raise CrossalignError(f"model {path}: cannot load: {str(e).splitlines()[0]}") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        hf_logging.enable_progress_bar()
+    check_layers(layers, model.config.num_hidden_layers, str(path))
+    encoder = getattr(model, "encoder", None)
+    if isinstance(getattr(encoder, "layer", None), nn.ModuleList):
+        encoder.layer = encoder.layer[: max(layers)]
+        model.config.num_hidden_layers = max(layers)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    return WordAligner(model.to(device), tokenizer, cfg, languages)
