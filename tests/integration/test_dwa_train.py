@@ -1,0 +1,34 @@
+"""DWA trains from a checkpoint, logs its parts, and refuses a cold start."""
+
+from __future__ import annotations
+
+import json
+
+from crossalign.cli import main
+
+
+def test_dwa_continues_from_a_checkpoint(tiny, tmp_path):
+    assert main(["train", *tiny("base", **{"train.steps": 3, "train.save_every": 0})]) == 0
+    model = tmp_path / "base" / "model"
+    args = tiny(
+        "dwa",
+        **{
+            "model.path": str(model),
+            "objectives": "[{name: mlm}, {name: dwa, weight: 1.0, layer: 10}]",
+            "train.steps": 4,
+            "train.save_every": 2,
+        },
+    )
+    assert main(["train", *args]) == 0
+    records = [json.loads(x) for x in (tmp_path / "dwa" / "metrics.jsonl").read_text().splitlines()]
+    last = [r for r in records if "loss/dwa" in r][-1]
+    assert last["dwa/dwa_loss"] > 0 and 0 < last["dwa/labelled"] <= 1
+    assert last["loss/dwa"] > last["dwa/lm_loss"]  # TLM part + pointer part
+    # the pointer network is checkpointed and resumes
+    assert main(["train", *args, "train.steps=6", "--resume"]) == 0
+
+
+def test_dwa_refuses_cold_start(tiny, capsys):
+    args = tiny("cold", **{"objectives": "[{name: dwa}]"})
+    assert main(["train", *args]) == 2
+    assert "allow_cold_start" in capsys.readouterr().err
