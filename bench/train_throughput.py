@@ -21,7 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("TQDM_DISABLE", "1")  # progress bars would garble the table
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
@@ -64,7 +63,8 @@ def overrides(args: argparse.Namespace, objectives: str, run_dir: Path, tok: Pat
 
 def crossalign_tokens_per_s(cfg_overrides: list[str], run_dir: Path) -> float:
     """Steady-state tokens/s of ``crossalign train`` (first logging interval excluded)."""
-    with contextlib.redirect_stdout(io.StringIO()):
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
         train(load_config(None, cfg_overrides))
     records = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     rates = [r["tokens_per_s"] for r in records if "tokens_per_s" in r][1:]
