@@ -13,6 +13,9 @@ from typing import Any
 from crossalign.errors import CrossalignError
 
 PathLike = str | os.PathLike
+DATA_FILE_BUILDERS = {
+    ".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"
+}  # fmt: skip
 
 
 def iter_lines(path: PathLike) -> Iterator[tuple[int, str]]:
@@ -52,8 +55,8 @@ def read_text(path: PathLike) -> list[str]:
 def read_hf_text(dataset: str, split: str = "train", column: str = "text") -> list[str]:
     """Non-empty strings of ``column`` in a Hugging Face ``datasets`` dataset.
 
-    ``dataset`` is a name for ``load_dataset`` or a local path (a ``save_to_disk`` directory, or
-    a data file/directory ``load_dataset`` understands).
+    ``dataset`` is a name for ``load_dataset`` or a local path: a ``save_to_disk`` directory,
+    a directory of data files, or one .json/.jsonl/.csv/.parquet/.txt file.
     """
     import datasets
 
@@ -63,6 +66,9 @@ def read_hf_text(dataset: str, split: str = "train", column: str = "text") -> li
             ds = datasets.load_from_disk(str(path))
             if isinstance(ds, datasets.DatasetDict):
                 ds = ds[split]
+        elif path.is_file() and path.suffix in DATA_FILE_BUILDERS:
+            builder = DATA_FILE_BUILDERS[path.suffix]
+            ds = datasets.load_dataset(builder, data_files={split: str(path)}, split=split)
         else:
             ds = datasets.load_dataset(dataset, split=split)
     except (FileNotFoundError, ValueError, ConnectionError, KeyError) as e:

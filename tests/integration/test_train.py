@@ -169,3 +169,20 @@ def test_help_and_ls(capsys):
     assert main(["ls", "objectives"]) == 0
     out = capsys.readouterr().out
     assert "mlm " in out and "tlm " in out
+
+
+def test_roberta_style_model_and_tokenizer_from_path(tiny, tmp_path):
+    args = tiny("xlmr", **{"model.arch": "xlm-roberta", "train.steps": 2, "train.save_every": 0})
+    assert main(["train", *args]) == 0
+    model = AutoModelForMaskedLM.from_pretrained(tmp_path / "xlmr" / "model")
+    assert model.config.model_type == "xlm-roberta"
+    # positions start after the padding index and the TLM pair restarts them: 32 + 2 rows
+    assert model.config.max_position_embeddings == 32 + model.config.pad_token_id + 1
+    tokenizer = tmp_path / "xlmr" / "tokenizer"
+    more = tiny(
+        "bert", **{"tokenizer.path": str(tokenizer), "train.steps": 2, "train.save_every": 0}
+    )
+    assert main(["train", *more]) == 0
+    saved = AutoTokenizer.from_pretrained(tmp_path / "bert" / "model")
+    assert saved.get_vocab() == AutoTokenizer.from_pretrained(tokenizer).get_vocab()
+    assert not (tmp_path / "bert" / "tokenizer").exists()

@@ -131,3 +131,19 @@ def test_to_iso639_1():
     assert to_iso639_1("deu") == "de"
     with pytest.raises(CrossalignError, match="unknown ISO 639-3 language code 'dea'"):
         to_iso639_1("dea")
+
+
+def test_read_hf_dataset_saved_to_disk(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_dict({"sentence": ["a house", " ", "ein Haus"], "n": [1, 2, 3]})
+    ds.save_to_disk(str(tmp_path / "ds"))
+    spec = {"dataset": str(tmp_path / "ds"), "column": "sentence"}
+    assert read_mono(spec) == ["a house", "ein Haus"]
+    with pytest.raises(CrossalignError, match="has no column 'text'; its columns: sentence, n"):
+        read_mono({"dataset": str(tmp_path / "ds")})
+
+
+def test_read_hf_dataset_from_data_file(tmp_path):
+    pytest.importorskip("datasets")
+    (tmp_path / "d.jsonl").write_text('{"text": "one"}\n{"text": "two"}\n')
+    assert read_mono({"dataset": str(tmp_path / "d.jsonl")}) == ["one", "two"]
