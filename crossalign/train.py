@@ -40,7 +40,7 @@ from crossalign.data.prepare import TokenizedData, read_sources, resolve_sources
 from crossalign.data.tokenizer import load_tokenizer, train_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, replace_dir, write_lines_atomic, write_text_atomic
-from crossalign.models.build import build_model, model_languages, position_offset
+from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, Objective, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM
 from crossalign.objectives.tlm import TranslationLM
@@ -133,17 +133,8 @@ def build_setup(
     model = build_model(
         cfg.model, len(tokenizer), tokenizer.pad_token_id, sources.languages(), cfg.data.max_length
     )
-    ctx = TokenContext(
-        pad_id=tokenizer.pad_token_id,
-        mask_id=tokenizer.mask_token_id,
-        cls_id=tokenizer.cls_token_id,
-        sep_id=tokenizer.sep_token_id,
-        special_ids=sorted(set(tokenizer.all_special_ids)),
-        vocab_size=model.config.vocab_size,
-        languages=model_languages(model) if cfg.model.language_embeddings else [],
-        position_offset=position_offset(model),
-        max_length=cfg.data.max_length,
-        tokenizer=tokenizer,
+    ctx = TokenContext.for_model(
+        tokenizer, model, cfg.data.max_length, cfg.model.language_embeddings
     )
     objectives, weights = _objectives(cfg, ctx)
     for objective in objectives.values():

@@ -53,6 +53,30 @@ class TokenContext:
         """Token-type id of ``lang`` (0 without language embeddings)."""
         return self.languages.index(lang) if self.languages else 0
 
+    @classmethod
+    def for_model(
+        cls,
+        tokenizer: PreTrainedTokenizerBase,
+        model: PreTrainedModel,
+        max_length: int,
+        language_embeddings: bool = True,
+    ) -> TokenContext:
+        """The context of a tokenizer and model (language ids from the model's config)."""
+        from crossalign.models.build import model_languages, position_offset
+
+        return cls(
+            pad_id=tokenizer.pad_token_id,
+            mask_id=tokenizer.mask_token_id,
+            cls_id=tokenizer.cls_token_id,
+            sep_id=tokenizer.sep_token_id,
+            special_ids=sorted(set(tokenizer.all_special_ids)),
+            vocab_size=model.config.vocab_size,
+            languages=model_languages(model) if language_embeddings else [],
+            position_offset=position_offset(model),
+            max_length=max_length,
+            tokenizer=tokenizer,
+        )
+
     def random_ids(self) -> torch.Tensor:
         """[R] long: every non-special vocabulary id (random replacements of 80/10/10)."""
         keep = torch.ones(self.vocab_size, dtype=torch.bool)
