@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +29,10 @@ class AlignConfig:
 
     method: str = "ot"
     """ot (XLM-Align), itermax or argmax (SimAlign)."""
-    joint: bool = True
+    joint: bool = False
     """Encode a pair as one sequence ``[cls] src [sep] [cls] tgt [sep]`` (positions restart at
-    the target, as in TLM; XLM-Align) or each sentence on its own (SimAlign)."""
+    the target, as in TLM; XLM-Align) or each sentence on its own (SimAlign; the default,
+    which measures how aligned the languages are without cross-attention between them)."""
     subwords: str = "per-word"
     """Word -> subwords: tokenize each word alone (per-word) or use the fast tokenizer's
     ``word_ids()`` on the whole sentence (word-ids)."""
@@ -46,6 +48,9 @@ class AlignConfig:
     """Discount of scores whose row or column is already aligned (filtering, IterMax)."""
     batch_size: int = 32
     """Sentence pairs per forward pass."""
+    bf16: bool = False
+    """Run the encoder under bfloat16 autocast: much faster on GPUs and on CPUs with AMX;
+    scores are still computed in float32, but links can differ slightly from float32's."""
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -88,6 +93,21 @@ class PairBatch:
     """[B, n] word of each target subword, -1 at padding."""
     n_src_words: int
     n_tgt_words: int
+
+
+@contextmanager
+def _one_thread(device: torch.device) -> Iterator[None]:
+    """Run CPU tensor ops on one thread: extraction is many small ops on [B, m, n] tensors,
+    where splitting each op over threads costs more than it saves (much more on a busy machine)."""
+    if device.type != "cpu":
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def check_layers(layers: Sequence[int], n_layers: int, model: str = "the model") -> None:
@@ -147,31 +167,30 @@ class WordAligner:
         src = [s for s, _ in pairs]
         tgt = [t for _, t in pairs]
         b = len(pairs)
-        src_first = [1] * b
         if self.cfg.joint:
             rows = [
                 [self.cls_id, *s.ids, self.sep_id, self.cls_id, *t.ids, self.sep_id]
                 for s, t in pairs
             ]
-            positions = [[*range(len(s.ids) + 2), *range(len(t.ids) + 2)] for s, t in pairs]
             sides = [[0] * (len(s.ids) + 2) + [1] * (len(t.ids) + 2) for s, t in pairs]
+            positions = [[*range(len(s.ids) + 2), *range(len(t.ids) + 2)] for s, t in pairs]
+            inputs = {"position_ids": self.offset + _padded(positions, 0)}
             tgt_first = [len(s.ids) + 3 for s in src]
             src_row = tgt_row = torch.arange(b)
         else:
             rows = [[self.cls_id, *p.ids, self.sep_id] for p in src + tgt]
-            positions = [list(range(len(r))) for r in rows]
             sides = [[0] * len(r) for r in rows[:b]] + [[1] * len(r) for r in rows[b:]]
+            inputs = {}
             tgt_first = [1] * b
             src_row, tgt_row = torch.arange(b), torch.arange(b, 2 * b)
         side = _padded(sides, -1)
-        inputs = {"input_ids": _padded(rows, self.pad_id), "attention_mask": (side >= 0).long()}
-        if self.cfg.joint:
-            inputs["position_ids"] = self.offset + _padded(positions, 0)
+        inputs["input_ids"] = _padded(rows, self.pad_id)
+        inputs["attention_mask"] = (side >= 0).long()
         if self.type_ids is not None:
             inputs["token_type_ids"] = torch.where(side == 1, self.type_ids[1], self.type_ids[0])
         src_words = _padded([s.words for s in src], -1)
         tgt_words = _padded([t.words for t in tgt], -1)
-        src_col = torch.tensor(src_first)[:, None] + torch.arange(src_words.shape[1])
+        src_col = 1 + torch.arange(src_words.shape[1]).expand(b, -1)
         tgt_col = torch.tensor(tgt_first)[:, None] + torch.arange(tgt_words.shape[1])
         return PairBatch(
             inputs=inputs,
@@ -189,7 +208,8 @@ class WordAligner:
     def hidden_states(self, batch: PairBatch) -> tuple[torch.Tensor, ...]:
         """The encoder's hidden states of the batch: (embeddings, layer 1, ...), each [R, L, d]."""
         inputs = {k: v.to(self.device) for k, v in batch.inputs.items()}
-        return self.model(**inputs, output_hidden_states=True).hidden_states
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg.bf16):
+            return self.model(**inputs, output_hidden_states=True).hidden_states
 
     @torch.inference_mode()
     def word_links(self, states: torch.Tensor, batch: PairBatch) -> torch.Tensor:
@@ -202,20 +222,27 @@ class WordAligner:
         tgt = states[batch.tgt_row.to(dev)[:, None], batch.tgt_col.to(dev)]  # [B, n, d]
         src_words, tgt_words = batch.src_words.to(dev), batch.tgt_words.to(dev)
         cfg = self.cfg
-        links = subword_links(
-            src.float(),
-            tgt.float(),
-            src_words >= 0,
-            tgt_words >= 0,
-            cfg.method,
-            cfg.sinkhorn_iters,
-            cfg.mu,
-            cfg.eps,
-            cfg.filter_iters,
-            cfg.alpha,
-        )
-        words = word_links(links, src_words, tgt_words, batch.n_src_words, batch.n_tgt_words)
+        with _one_thread(dev):
+            links = subword_links(
+                src.float(),
+                tgt.float(),
+                src_words >= 0,
+                tgt_words >= 0,
+                cfg.method,
+                cfg.sinkhorn_iters,
+                cfg.mu,
+                cfg.eps,
+                cfg.filter_iters,
+                cfg.alpha,
+            )
+            words = word_links(links, src_words, tgt_words, batch.n_src_words, batch.n_tgt_words)
         return words.cpu()
+
+    def _row_length(self, src: Pieces, tgt: Pieces) -> int:
+        """Subwords of the longest model input row of a pair: both sides (joint) or the longer
+        side (separate)."""
+        n_src, n_tgt = len(src.ids), len(tgt.ids)
+        return n_src + n_tgt if self.cfg.joint else max(n_src, n_tgt)
 
     def _pieces(self, sentences: list[list[str]]) -> list[Pieces]:
         """Subwords of the sentences, cut to the ``max_pieces`` the model's positions hold."""
@@ -232,8 +259,8 @@ class WordAligner:
         """Word links of every pair at each layer (0 = embeddings), as sorted ``(i, j)`` lists
         in input order. One forward pass per batch serves all layers.
 
-        Pairs are tokenized a chunk at a time and sorted by length within the chunk, so a batch
-        holds pairs of similar length and little padding.
+        Pairs are tokenized a chunk at a time and sorted within the chunk by the length their
+        rows are padded to, so a batch holds pairs of similar length and little padding.
         """
         check_layers(layers, self.model.config.num_hidden_layers)
         results: dict[int, list[Links]] = {x: [[] for _ in pairs] for x in layers}
@@ -244,7 +271,7 @@ class WordAligner:
                 part = pairs[start : start + chunk]
                 src = self._pieces([s for s, _ in part])
                 tgt = self._pieces([t for _, t in part])
-                order = sorted(range(len(part)), key=lambda k: -len(src[k].ids) - len(tgt[k].ids))
+                order = sorted(range(len(part)), key=lambda k: -self._row_length(src[k], tgt[k]))
                 self.seconds["tokenize"] += time.perf_counter() - t0
                 for b0 in range(0, len(order), self.cfg.batch_size):
                     t0 = time.perf_counter()
@@ -267,15 +294,16 @@ class WordAligner:
 def load_aligner(
     path: str | Path,
     cfg: AlignConfig,
-    layers: Sequence[int],
+    layers: Sequence[int] | None = None,
     languages: tuple[str, str] | None = None,
     device: str | None = None,
 ) -> WordAligner:
     """A ``WordAligner`` for the ``save_pretrained`` model and tokenizer in ``path``.
 
-    Only the first ``max(layers)`` transformer layers are kept (a BERT-style ``encoder.layer``
-    list is cut), since hidden state L depends on no later layer. ``device`` defaults to CUDA
-    when available.
+    With ``layers``, only the first ``max(layers)`` (>= 1) transformer layers are kept (a BERT-style
+    ``encoder.layer`` list is cut), since hidden state L depends on no later layer; without,
+    all are. ``languages`` (source, target) picks the language embeddings of a model trained
+    with them. ``device`` defaults to CUDA when available.
     """
     path = Path(path)
     if not (path / "config.json").is_file():
@@ -294,10 +322,11 @@ def load_aligner(
     finally:
         hf_logging.set_verbosity(verbosity)
         hf_logging.enable_progress_bar()
-    check_layers(layers, model.config.num_hidden_layers, str(path))
     encoder = getattr(model, "encoder", None)
-    if isinstance(getattr(encoder, "layer", None), nn.ModuleList):
-        encoder.layer = encoder.layer[: max(layers)]
-        model.config.num_hidden_layers = max(layers)
+    if layers is not None and isinstance(getattr(encoder, "layer", None), nn.ModuleList):
+        check_layers(layers, model.config.num_hidden_layers, str(path))
+        keep = max(1, *layers)  # HF reports hidden states (embeddings too) through its layers
+        encoder.layer = encoder.layer[:keep]
+        model.config.num_hidden_layers = keep
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     return WordAligner(model.to(device), tokenizer, cfg, languages)

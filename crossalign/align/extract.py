@@ -17,6 +17,8 @@ def _mutual_argmax(scores: torch.Tensor) -> torch.Tensor:
     """bool [B, m, n]: (i, j) where j is the argmax of row i and i the argmax of column j
     (the first maximum on ties, as ``numpy.argmax``)."""
     m, n = scores.shape[1:]
+    if m == 0 or n == 0:
+        return torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)
     forward = F.one_hot(scores.argmax(dim=2), n).bool()  # [B, m, n]
     backward = F.one_hot(scores.argmax(dim=1), m).bool().transpose(1, 2)  # [B, m, n]
     return forward & backward

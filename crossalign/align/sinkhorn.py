@@ -28,10 +28,15 @@ def sinkhorn_log(
     Working with ``log u``, ``log v`` and ``logsumexp`` keeps small ``μ`` from underflowing.
 
     f_sim [B, m, n] (float), src_mask [B, m] and tgt_mask [B, n] (bool, True at real tokens)
-    -> log T [B, m, n], ``-inf`` wherever the row or the column is padding. ``n_iter = 0``
-    returns ``log K`` (masked).
+    -> log T [B, m, n], ``-inf`` wherever the row or the column is padding (everywhere in a
+    pair with an empty side). ``n_iter = 0`` returns ``log K`` (masked).
     """
     neg_inf = torch.tensor(float("-inf"), dtype=f_sim.dtype, device=f_sim.device)
+    # a pair with an empty side transports nothing: treat all its tokens as padding
+    src_mask, tgt_mask = (
+        src_mask & tgt_mask.any(1, keepdim=True),
+        tgt_mask & src_mask.any(1, keepdim=True),
+    )
     pair = src_mask[:, :, None] & tgt_mask[:, None, :]
     log_k = torch.where(pair, f_sim / mu, neg_inf)
     n_src = src_mask.sum(1, keepdim=True).clamp(min=1).to(f_sim.dtype)

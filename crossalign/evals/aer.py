@@ -52,7 +52,8 @@ def aer_scores(pred: list[set[Link]], gold: GoldAlignments) -> dict[str, float]:
     """Corpus-level AER, precision and recall (fractions) of predicted links ``A`` against sure
     links ``S`` and possible links ``P ⊇ S``, summed over sentences::
 
-        AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|)    precision = |A∩P| / |A|    recall = |A∩S| / |S|
+        AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|)
+        precision = |A∩P| / |A|        recall = |A∩S| / |S|
 
     ``pred`` must have one set per gold sentence. An empty prediction has precision 0.
     """
