@@ -209,6 +209,12 @@ def _build(cls: Any, raw: Any, where: str) -> Any:
         return None if raw is None else _build(args[0], raw, where)
     if cls is float and isinstance(raw, int) and not isinstance(raw, bool):
         return float(raw)
+    if cls is float and isinstance(raw, str):
+        # YAML 1.1 reads exponents without a dot ("5e-5") as strings.
+        try:
+            return float(raw)
+        except ValueError:
+            pass
     if cls in (int, float, str, bool) and not isinstance(raw, cls):
         raise CrossalignError(f"{where}={raw!r} must be of type {cls.__name__}")
     return raw

@@ -13,6 +13,7 @@ def test_defaults_and_overrides(tmp_path):
     assert cfg.objectives[0].options == {"mask_prob": 0.2}
     assert cfg.model.preset == "tiny"
     assert config_to_dict(cfg)["train"]["betas"] == [0.9, 0.98]
+    assert load_config(None, ["train.lr=5e-5"]).train.lr == 5e-5  # YAML 1.1 gives a string
 
 
 def test_unknown_key_suggests_nearest(tmp_path):
