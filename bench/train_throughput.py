@@ -1,12 +1,15 @@
 """Training throughput: crossalign's loop vs a bare PyTorch loop, side by side.
 
-Both train the same model (same initial weights) on the same batches for the same number of
-steps: forward, backward, clipping, AdamW and scheduler steps. The bare loop gets its batches
-pre-collated; crossalign's loop draws, masks and collates them itself and logs metrics.
-Runs alternate (crossalign, bare, crossalign, bare, ...) so machine noise hits both; the
-printed ratio is crossalign tokens/s ÷ bare tokens/s per adjacent pair, and its median.
+Both train the same model (same initial weights) on the same batches: forward, backward,
+clipping, AdamW and scheduler steps. The bare loop gets its batches pre-collated; crossalign's
+loop draws, masks and collates them itself and logs metrics. The per-step cost of each is the
+difference between a run of 2N steps and a run of N steps, so set-up (data, tokenization,
+model building) cancels out; it is measured in wall time and in process CPU time (user +
+system of all threads), which another job on the machine disturbs far less. Runs alternate
+(crossalign, bare, crossalign, bare, ...); the printed ratio is crossalign tokens/s ÷ bare
+tokens/s, per repeat and as the median.
 
-    python bench/train_throughput.py [--corpus data/bible] [--steps 40] [--repeats 3]
+    python bench/train_throughput.py [--corpus data/bible] [--steps 20] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -28,13 +31,16 @@ import torch.nn.functional as F
 from transformers import get_linear_schedule_with_warmup
 
 from crossalign.config import load_config
+from crossalign.data.batching import SourceSampler
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.train import _raw_batch, _seed, build_setup, train
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tiny"
 
 
-def overrides(args: argparse.Namespace, objectives: str, run_dir: Path, tok: Path | None) -> list:
+def overrides(
+    args: argparse.Namespace, objectives: str, run_dir: Path, tok: Path | None, steps: int = 2
+) -> list:
     data = (
         [f"data.corpus={args.corpus}"]
         if args.corpus
@@ -48,11 +54,11 @@ def overrides(args: argparse.Namespace, objectives: str, run_dir: Path, tok: Pat
         f"run_dir={run_dir}",
         f"model.preset={args.preset}",
         f"objectives={objectives}",
-        f"train.steps={args.steps}",
+        f"train.steps={steps}",
         f"train.batch_size={args.batch_size}",
-        f"train.log_every={args.warmup}",
+        "train.log_every=10",
         "train.save_every=0",
-        "train.warmup_steps=10",
+        "train.warmup_steps=2",
         "data.valid_mono={}",
         "data.valid_parallel={}",
         f"data.max_length={args.max_length}",
@@ -61,24 +67,28 @@ def overrides(args: argparse.Namespace, objectives: str, run_dir: Path, tok: Pat
     return out + ([f"tokenizer.path={tok}"] if tok else [])
 
 
-def crossalign_tokens_per_s(cfg_overrides: list[str], run_dir: Path) -> float:
-    """Steady-state tokens/s of ``crossalign train`` (first logging interval excluded)."""
+def _clock() -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process's threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return time.perf_counter(), usage.ru_utime + usage.ru_stime
+
+
+def crossalign_run(cfg_overrides: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``crossalign train`` (set-up included)."""
+    cfg = load_config(None, cfg_overrides)
     quiet = io.StringIO()
+    wall0, cpu0 = _clock()
     with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-        train(load_config(None, cfg_overrides))
-    records = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    rates = [r["tokens_per_s"] for r in records if "tokens_per_s" in r][1:]
-    return statistics.fmean(rates)
+        train(cfg)
+    wall1, cpu1 = _clock()
+    return wall1 - wall0, cpu1 - cpu0
 
 
-def bare_tokens_per_s(cfg_overrides: list[str], warmup: int) -> float:
-    """Tokens/s of a plain PyTorch loop on the same model and batches (pre-collated)."""
+def batches_for(cfg_overrides: list[str]):
+    """Set-up and the pre-collated batches crossalign's loop would draw, step by step."""
     cfg = load_config(None, cfg_overrides)
     torch.manual_seed(cfg.train.seed)
     setup = build_setup(cfg, None)
-    model = setup.model
-    from crossalign.data.batching import SourceSampler
-
     examples = {"mono": setup.data.mono, "parallel": setup.data.parallel}
     samplers = {
         name: SourceSampler(
@@ -95,13 +105,19 @@ def bare_tokens_per_s(cfg_overrides: list[str], warmup: int) -> float:
             gen = torch.Generator().manual_seed(_seed(cfg.train.seed, step, 0, 0, i))
             batches[name] = obj.collate(raw, gen)
         steps.append(batches)
+    return cfg, setup, steps
+
+
+def bare_run(cfg_overrides: list[str]) -> tuple[float, float, int]:
+    """Wall and CPU seconds of a plain PyTorch loop (set-up included), and tokens trained."""
+    wall0, cpu0 = _clock()
+    cfg, setup, steps = batches_for(cfg_overrides)
+    model = setup.model
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.train.lr, betas=tuple(cfg.train.betas))
     sched = get_linear_schedule_with_warmup(opt, cfg.train.warmup_steps, cfg.train.steps)
     model.train()
-    tokens, start = 0, None
-    for step, batches in enumerate(steps):
-        if step == warmup:
-            tokens, start = 0, time.perf_counter()
+    tokens = 0
+    for batches in steps:
         total = 0.0
         for name, b in batches.items():
             kwargs = {k: b[k] for k in ("input_ids", "attention_mask", "position_ids")}
@@ -117,20 +133,21 @@ def bare_tokens_per_s(cfg_overrides: list[str], warmup: int) -> float:
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-    return tokens / (time.perf_counter() - start)
+    wall1, cpu1 = _clock()
+    return wall1 - wall0, cpu1 - cpu0, tokens
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", help="a built corpus (crossalign data bible); default: fixture")
     parser.add_argument("--preset", default="small")
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--warmup", type=int, default=10, help="steps excluded from timing")
+    parser.add_argument("--steps", type=int, default=20, help="N: runs of N and 2N steps")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for both loops")
     args = parser.parse_args()
-    torch.set_num_threads(torch.get_num_threads())
+    torch.set_num_threads(args.threads)
     settings = {"MLM": "[{name: mlm}]", "MLM+TLM": "[{name: mlm}, {name: tlm}]"}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -143,22 +160,37 @@ def main() -> None:
         train_tokenizer(texts, base.tokenizer, 0).save_pretrained(tmp / "tokenizer")
         print(
             f"preset {args.preset}, batch {args.batch_size} x {args.max_length} tokens, "
-            f"{args.steps} steps ({args.warmup} untimed), {torch.get_num_threads()} threads"
+            f"steps {args.steps}..{2 * args.steps}, {args.threads} thread(s)"
         )
-        print(f"{'setting':<8} {'run':>3} {'crossalign tok/s':>17} {'bare tok/s':>11} {'ratio':>6}")
+        print(
+            f"{'setting':<8} {'run':>3} {'xa tok/s':>9} {'bare tok/s':>10} {'wall ratio':>10} "
+            f"{'xa tok/cpu-s':>12} {'bare tok/cpu-s':>14} {'cpu ratio':>9}"
+        )
         for label, objectives in settings.items():
-            ratios = []
+            wall_ratios, cpu_ratios = [], []
             for r in range(args.repeats):
-                run_dir = tmp / f"{label}-{r}"
-                ours = crossalign_tokens_per_s(
-                    overrides(args, objectives, run_dir, tmp / "tokenizer"), run_dir
+                runs = {}
+                for steps in (args.steps, 2 * args.steps):
+                    xa_dir = tmp / f"{label}-{r}-{steps}"
+                    runs["xa", steps] = crossalign_run(
+                        overrides(args, objectives, xa_dir, tmp / "tokenizer", steps)
+                    )
+                    runs["bare", steps] = bare_run(
+                        overrides(args, objectives, tmp / "bare", tmp / "tokenizer", steps)
+                    )
+                n, n2 = args.steps, 2 * args.steps
+                tokens = runs["bare", n2][2] - runs["bare", n][2]
+                xa = [runs["xa", n2][k] - runs["xa", n][k] for k in (0, 1)]
+                bare = [runs["bare", n2][k] - runs["bare", n][k] for k in (0, 1)]
+                wall_ratios.append(bare[0] / xa[0])
+                cpu_ratios.append(bare[1] / xa[1])
+                print(
+                    f"{label:<8} {r:>3} {tokens / xa[0]:>9.0f} {tokens / bare[0]:>10.0f} "
+                    f"{wall_ratios[-1]:>10.3f} {tokens / xa[1]:>12.0f} {tokens / bare[1]:>14.0f} "
+                    f"{cpu_ratios[-1]:>9.3f}"
                 )
-                bare = bare_tokens_per_s(
-                    overrides(args, objectives, tmp / "bare", tmp / "tokenizer"), args.warmup
-                )
-                ratios.append(ours / bare)
-                print(f"{label:<8} {r:>3} {ours:>17.0f} {bare:>11.0f} {ours / bare:>6.3f}")
-            print(f"{label:<8} median ratio crossalign/bare = {statistics.median(ratios):.3f}")
+            wall, cpu = statistics.median(wall_ratios), statistics.median(cpu_ratios)
+            print(f"{label:<8} median crossalign/bare throughput: wall {wall:.3f}, CPU {cpu:.3f}")
 
 
 if __name__ == "__main__":
