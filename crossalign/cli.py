@@ -30,6 +30,7 @@ def _ls(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (also used to render ``--help``)."""
     from crossalign.align.commands import add_align_parser
+    from crossalign.cooc.commands import add_cooc_parser
     from crossalign.data.commands import add_data_parser
     from crossalign.evals.commands import add_eval_parser
     from crossalign.models.commands import add_backbone_parser
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_ls)
 
     add_backbone_parser(sub)
+    add_cooc_parser(sub)
     add_align_parser(sub)
     add_eval_parser(sub)
     return parser

@@ -1,0 +1,692 @@
+"""One streaming pass from multilingual text to the token co-occurrence matrix X.
+
+X[a, b] = Σ_lang c_lang · Σ over positions t, k of one line of language ``lang`` with
+1 ≤ |t − k| ≤ n, token_t = a, token_k = b, of 1 / (|t − k| + 1)
+
+— the window weights [c/(n+1), …, c/2, 0, c/2, …, c/(n+1)] of Ai & Fang (2023, §3), with
+c_lang = C_ref / C_lang (C = a language's number of tokens). A window never crosses a line.
+X is symmetric; a position is never paired with itself (two equal tokens at distance d ≥ 1
+count, from both sides, like GloVe's symmetric ``cooccur``).
+
+How it scales (GloVe's ``cooccur`` without its dense table, vectorised in numpy):
+
+- text is read in chunks of lines; each chunk is tokenized with one batched fast-tokenizer
+  call (or parsed, for pre-tokenized id files), and its position pairs are encoded as one
+  int64 each (smaller token · V + larger token, distance in the low bits), sorted and
+  run-length reduced (``count_pairs``): no Python loop over tokens or pairs;
+- each process keeps its counts as sorted (key, value) runs in key-range buckets, merged
+  like a binary counter (``CountRuns``), so memory follows the number of distinct pairs,
+  never V²;
+- ``--num-proc`` processes count disjoint chunks; their sorted shards are merged at the end,
+  the language scales applied, and the upper triangle of X written as CSR arrays
+  (``CountRuns.to_csr``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from crossalign.errors import CrossalignError
+
+CHUNK_BYTES = 4 << 20
+"""Text per chunk (about 1M tokens of text, 700k of ids), less for windows over 10: the unit
+of tokenization, counting and dispatch."""
+
+
+def distance_weights(window: int) -> np.ndarray:
+    """[window + 1] float64: weight 1 / (d + 1) of a neighbour at distance d (index 0 unused)."""
+    w = 1.0 / (np.arange(window + 1, dtype=np.float64) + 1.0)
+    w[0] = 0.0
+    return w
+
+
+def check_key_space(vocab_size: int, window: int, n_lang: int) -> None:
+    """Raise if (pair, distance) or (pair, language, merge tag) keys could overflow int64."""
+    bits = int(window).bit_length()
+    if vocab_size * vocab_size * max(1 << bits, 2 * n_lang) >= 2**62:
+        raise CrossalignError(
+            f"vocabulary {vocab_size} × window {window} × {n_lang} languages is too large for "
+            f"64-bit pair keys"
+        )
+
+
+_NO_PAIR = np.iinfo(np.int64).max
+"""Key of a position pair that crosses a line: sorted to the end and dropped."""
+
+
+def count_pairs(
+    ids: np.ndarray,
+    lengths: np.ndarray,
+    window: int,
+    vocab_size: int,
+    lang: int = 0,
+    n_lang: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted co-occurrences of one chunk of lines, as upper-triangle counts.
+
+    ids: [N] token ids of the chunk's lines, concatenated; lengths: [lines] tokens per line.
+    Every pair of positions (p, p + d) in one line with 1 ≤ d ≤ ``window`` adds 1 / (d + 1)
+    to U[min(a, b), max(a, b)] for its tokens a, b; then X = U + Uᵀ (so X[a, a] = 2 U[a, a]).
+    Returns (keys, values): sorted unique int64 keys ``(min · V + max) · n_lang + lang`` and
+    float64 summed weights. One sort of N · window int64 codes; no loop over tokens.
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    n = len(ids)
+    bits = int(window).bit_length()
+    ends = np.repeat(np.cumsum(lengths), lengths)
+    room = ends - np.arange(n) - 1  # tokens after position p in its line
+    dists = range(1, min(window, n - 1) + 1)
+    coded = np.empty(sum(n - d for d in dists), dtype=np.int64)
+    scaled = ids * vocab_size
+    swapped = np.empty(n, dtype=np.int64)
+    at = 0
+    for d in dists:
+        # min(a, b) · V + max(a, b) = min(a · V + b, b · V + a)
+        out = coded[at : at + n - d]
+        np.add(scaled[: n - d], ids[d:], out=out)
+        np.add(scaled[d:], ids[: n - d], out=swapped[: n - d])
+        np.minimum(out, swapped[: n - d], out=out)
+        out <<= bits
+        out |= d
+        out[room[: n - d] < d] = _NO_PAIR
+        at += n - d
+    coded.sort()
+    coded = coded[: np.searchsorted(coded, _NO_PAIR)]
+    if len(coded) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    new = np.empty(len(coded), dtype=bool)
+    new[0] = True
+    np.not_equal(coded[1:], coded[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    coded = coded[starts]
+    values = np.diff(starts, append=len(new)) * distance_weights(window)[coded & ((1 << bits) - 1)]
+    keys, values = _sum_runs(coded >> bits, values)
+    return keys * n_lang + lang, values
+
+
+def _sum_runs(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum ``values`` over runs of equal sorted ``keys``: (unique keys, sums)."""
+    if len(keys) == 0:
+        return keys, values
+    new = np.empty(len(keys), dtype=bool)
+    new[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=new[1:])
+    if new.all():
+        return keys, values
+    starts = np.flatnonzero(new)
+    return keys[starts], np.add.reduceat(values, starts)
+
+
+def merge_counts(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sum two sparse count vectors given as sorted unique (keys, values) with keys < 2⁶².
+
+    The keys are tagged with their source in the lowest bit and merged by a stable sort
+    (one timsort merge of two runs); the tags then place the values, so no argsort and no
+    binary search is needed. O(|a| + |b|)."""
+    (ak, av), (bk, bv) = a, b
+    if len(bk) == 0:
+        return ak, av
+    if len(ak) == 0:
+        return bk, bv
+    keys = np.empty(len(ak) + len(bk), dtype=np.int64)
+    np.left_shift(ak, 1, out=keys[: len(ak)])
+    np.left_shift(bk, 1, out=keys[len(ak) :])
+    keys[len(ak) :] |= 1
+    keys.sort(kind="stable")
+    from_b = (keys & 1).astype(bool)
+    values = np.empty(len(keys), dtype=np.result_type(av, bv))
+    values[~from_b] = av
+    values[from_b] = bv
+    del from_b
+    keys >>= 1
+    same = np.flatnonzero(keys[1:] == keys[:-1])  # keys[i] == keys[i + 1]: one from each
+    if len(same) == 0:
+        return keys, values
+    values[same] += values[same + 1]
+    keep = np.ones(len(keys), dtype=bool)
+    keep[same + 1] = False
+    return keys[keep], values[keep]
+
+
+class _BinaryRuns:
+    """Sorted runs merged like a binary counter: a new run is merged into the previous one
+    while that one is not more than twice as large (each count merged O(log runs) times)."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def add(self, keys: np.ndarray, values: np.ndarray) -> None:
+        self.runs.append((keys, values))
+        while len(self.runs) > 1 and len(self.runs[-2][0]) <= 2 * len(self.runs[-1][0]):
+            b = self.runs.pop()
+            self.runs.append(merge_counts(self.runs.pop(), b))
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        out: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        while self.runs:
+            out = merge_counts(self.runs.pop(), out)
+        return out
+
+
+class CountRuns:
+    """A sparse count vector that grows by sorted unique (keys, values) runs, keys
+    ``pair · n_lang + lang``.
+
+    The key range is cut into buckets at quantiles of the first run (at pair boundaries, so
+    all languages of a pair share a bucket), and each bucket keeps its own binary-counter
+    runs (``_BinaryRuns``): merges work on arrays of a few MB that stay in cache, instead of
+    repeatedly streaming (and page-faulting) arrays of the whole size, and ``to_csr``
+    converts and frees one bucket at a time. Memory stays O(distinct keys)."""
+
+    KEYS_PER_BUCKET = 50_000
+
+    def __init__(self, n_lang: int = 1) -> None:
+        self.n_lang = n_lang
+        self.bounds: np.ndarray | None = None
+        self.buckets: list[_BinaryRuns] = []
+
+    def add(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Add sorted unique ``keys`` with ``values``."""
+        if len(keys) == 0:
+            return
+        if self.bounds is None:
+            n = int(np.clip(len(keys) // self.KEYS_PER_BUCKET, 1, 256))
+            cut = keys[(np.arange(1, n) * len(keys)) // n]
+            self.bounds = np.unique(cut - cut % self.n_lang)
+            self.buckets = [_BinaryRuns() for _ in range(len(self.bounds) + 1)]
+        cuts = [0, *np.searchsorted(keys, self.bounds).tolist(), len(keys)]
+        for bucket, lo, hi in zip(self.buckets, cuts[:-1], cuts[1:]):
+            if hi > lo:  # copies: a slice would keep the whole chunk's arrays alive
+                bucket.add(keys[lo:hi].copy(), values[lo:hi].copy())
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """All runs merged: sorted unique keys and their summed values (empties the runs)."""
+        parts = [bucket.result() for bucket in self.buckets]
+        self.buckets, self.bounds = [], None
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return np.concatenate([k for k, _ in parts]), np.concatenate([v for _, v in parts])
+
+    def to_csr(
+        self, scales: np.ndarray, vocab_size: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The stored matrix: the upper triangle of X (row ≤ column) as CSR arrays.
+
+        Keys are ``(min · V + max) · n_lang + lang`` with upper-triangle counts U; each count
+        is multiplied by its language's scale c_lang (``scales`` [n_lang]) and summed over
+        languages, and the diagonal is doubled (X = U + Uᵀ). Returns indptr [V + 1] int64,
+        indices [nnz] int32 (sorted within each row), data [nnz] float32. Empties the runs.
+        """
+        rows_per = np.zeros(vocab_size, dtype=np.int64)
+        indices, data = [], []
+        while self.buckets:
+            keys, values = self.buckets.pop(0).result()
+            pair, lang = np.divmod(keys, len(scales))
+            del keys
+            pair, values = _sum_runs(pair, values * scales[lang])
+            del lang
+            rows, cols = np.divmod(pair, vocab_size)
+            del pair
+            values[rows == cols] *= 2.0
+            rows_per += np.bincount(rows, minlength=vocab_size)
+            indices.append(cols.astype(np.int32))
+            data.append(values.astype(np.float32))
+        self.bounds = None
+        indptr = np.zeros(vocab_size + 1, dtype=np.int64)
+        np.cumsum(rows_per, out=indptr[1:])
+        if not indices:
+            return indptr, np.zeros(0, np.int32), np.zeros(0, np.float32)
+        return indptr, np.concatenate(indices), np.concatenate(data)
+
+
+def upper_csr(
+    keys: np.ndarray, values: np.ndarray, scales: np.ndarray, vocab_size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``CountRuns.to_csr`` of one run of sorted unique keys with their counts."""
+    runs = CountRuns(len(scales))
+    runs.add(keys, values)
+    return runs.to_csr(scales, vocab_size)
+
+
+# --------------------------------------------------------------------------------------
+# Reading text: chunks of lines, exact duplicate lines of a language dropped.
+
+
+@dataclass
+class Chunk:
+    """Lines of one language, in file order."""
+
+    lang: int
+    """Index of the language in the build's language list."""
+    path: str
+    line_numbers: np.ndarray
+    """[lines] 1-based line numbers in ``path``, for error messages."""
+    lines: list[bytes] = field(default_factory=list)
+
+
+def iter_chunks(
+    sources: list[tuple[str, list[str]]], chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[Chunk, int]]:
+    """Chunks of stripped, non-empty lines per language, with exact duplicate lines of a
+    language dropped (as training reads a language's files); yields (chunk, bytes read).
+
+    sources: (language, files) in language order. Duplicates are found by a 64-bit hash of
+    the line, so the set costs about 70 bytes per distinct line of the largest language.
+    """
+    for lang_index, (_, paths) in enumerate(sources):
+        seen: set[int] = set()
+        for path in paths:
+            lines: list[bytes] = []
+            numbers: list[int] = []
+            size = read = 0
+            with open(path, "rb") as f:
+                for number, raw in enumerate(f, 1):
+                    read += len(raw)
+                    line = raw.strip()
+                    if not line:
+                        continue
+                    h = hash(line)
+                    if h in seen:
+                        continue
+                    seen.add(h)
+                    lines.append(line)
+                    numbers.append(number)
+                    size += len(line)
+                    if size >= chunk_bytes:
+                        yield (
+                            Chunk(lang_index, path, np.array(numbers, dtype=np.int64), lines),
+                            read,
+                        )
+                        lines, numbers, size, read = [], [], 0, 0
+            if lines or read:
+                yield Chunk(lang_index, path, np.array(numbers, dtype=np.int64), lines), read
+        del seen
+
+
+class Encoder:
+    """Turns a chunk into (ids [N] int64, lengths [lines]): a batched call of a Hugging Face
+    ``tokenizers`` tokenizer (no special tokens), or, with ``tokenizer_json=None``, parsing
+    pre-tokenized lines of whitespace-separated integer ids."""
+
+    def __init__(self, tokenizer_json: str | None, vocab_size: int) -> None:
+        self.vocab_size = vocab_size
+        self.tokenizer = None
+        if tokenizer_json is not None:
+            from tokenizers import Tokenizer
+
+            self.tokenizer = Tokenizer.from_str(tokenizer_json)
+
+    def __call__(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
+        if self.tokenizer is not None:
+            return self._tokenize(chunk)
+        return self._parse(chunk)
+
+    def _tokenize(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            texts = [line.decode("utf-8") for line in chunk.lines]
+        except UnicodeDecodeError:
+            for number, line in zip(chunk.line_numbers, chunk.lines):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise CrossalignError(
+                        f"{chunk.path}:{number}: not UTF-8 (byte {e.start}); convert the file, "
+                        f"e.g. iconv -f latin1 -t utf-8"
+                    ) from None
+            raise
+        encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
+        encodings = encode(texts, add_special_tokens=False)
+        seqs = [e.ids for e in encodings]
+        lengths = np.fromiter(map(len, seqs), np.int64, len(seqs))
+        ids = np.fromiter((t for s in seqs for t in s), np.int64, int(lengths.sum()))
+        return ids, lengths
+
+    def _parse(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray]:
+        text = b"\n".join(chunk.lines) + b"\n"
+        raw = np.frombuffer(text, dtype=np.uint8)
+        space = (raw == 32) | (raw == 10) | (raw == 9) | (raw == 13)
+        starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
+        lengths = np.diff(np.searchsorted(starts, np.flatnonzero(raw == 10)), prepend=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                ids = np.fromstring(text, dtype=np.int64, sep=" ")
+            except (ValueError, DeprecationWarning):
+                ids = None
+        if (
+            ids is None
+            or len(ids) != len(starts)
+            or (len(ids) and (ids.min() < 0 or ids.max() >= self.vocab_size))
+        ):
+            self._report_bad_line(chunk)
+        return ids, lengths
+
+    def _report_bad_line(self, chunk: Chunk) -> None:
+        """Raise naming the first line of ``chunk`` that is not valid token ids."""
+        for number, line in zip(chunk.line_numbers, chunk.lines):
+            for token in line.split():
+                if not token.isdigit() or int(token) >= self.vocab_size:
+                    raise CrossalignError(
+                        f"{chunk.path}:{number}: expected whitespace-separated token ids in "
+                        f"[0, {self.vocab_size}) (pre-tokenized input), got "
+                        f"'{token[:30].decode('utf-8', 'replace')}'"
+                    )
+        raise CrossalignError(
+            f"{chunk.path}: cannot parse the token ids near line {chunk.line_numbers[0]}"
+        )
+
+
+# --------------------------------------------------------------------------------------
+# The pass: one process, or workers each counting a shard of the chunks.
+
+
+@dataclass
+class BuildResult:
+    """Counts of one build before writing: CSR arrays and what the card records."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    tokens: dict[str, int]
+    """Tokens counted per language (C_lang)."""
+    lines: dict[str, int]
+    scales: dict[str, float]
+    """c_lang = C_ref / C_lang."""
+    reference: str
+    seconds: float
+
+
+def _count_shard(
+    chunks: Iterator[Chunk], encoder: Encoder, window: int, n_lang: int
+) -> tuple[CountRuns, np.ndarray, np.ndarray]:
+    """Count chunks; returns (counts, tokens per language, lines per language)."""
+    runs = CountRuns(n_lang)
+    tokens = np.zeros(n_lang, np.int64)
+    lines = np.zeros(n_lang, np.int64)
+    for chunk in chunks:
+        if not chunk.lines:
+            continue
+        ids, lengths = encoder(chunk)
+        tokens[chunk.lang] += len(ids)
+        lines[chunk.lang] += len(lengths)
+        runs.add(*count_pairs(ids, lengths, window, encoder.vocab_size, chunk.lang, n_lang))
+    return runs, tokens, lines
+
+
+def _queue_chunks(queue: mp.Queue) -> Iterator[Chunk]:
+    while (chunk := queue.get()) is not None:
+        yield chunk
+
+
+def _worker(
+    queue: mp.Queue,
+    results: mp.Queue,
+    shard_dir: str,
+    index: int,
+    tokenizer_json: str | None,
+    vocab_size: int,
+    window: int,
+    n_lang: int,
+) -> None:
+    """A counting process: chunks from ``queue`` until None, shard saved as .npy files."""
+    try:
+        encoder = Encoder(tokenizer_json, vocab_size)
+        runs, tokens, lines = _count_shard(_queue_chunks(queue), encoder, window, n_lang)
+        keys, values = runs.result()
+        np.save(Path(shard_dir) / f"keys-{index}.npy", keys)
+        np.save(Path(shard_dir) / f"values-{index}.npy", values)
+        results.put((index, tokens, lines, None))
+    except BaseException as e:  # reported to the parent, which stops the build
+        results.put((index, None, None, str(e) if isinstance(e, CrossalignError) else repr(e)))
+        while queue.get() is not None:  # drain so the reader never blocks
+            pass
+
+
+def _count_parallel(
+    chunks: Iterator[Chunk],
+    tokenizer_json: str | None,
+    vocab_size: int,
+    window: int,
+    n_lang: int,
+    num_proc: int,
+) -> tuple[CountRuns, np.ndarray, np.ndarray]:
+    """Count with ``num_proc`` worker processes (spawned, each with its own tokenizer) and
+    merge their sorted shards."""
+    ctx = mp.get_context("spawn")
+    queue: mp.Queue = ctx.Queue(maxsize=2 * num_proc)
+    results: mp.Queue = ctx.Queue()
+    with tempfile.TemporaryDirectory(prefix="cooc-shards-") as shard_dir:
+        workers = [
+            ctx.Process(
+                target=_worker,
+                args=(queue, results, shard_dir, i, tokenizer_json, vocab_size, window, n_lang),
+                daemon=True,
+            )
+            for i in range(num_proc)
+        ]
+        for w in workers:
+            w.start()
+        try:
+            for chunk in chunks:
+                queue.put(chunk)
+        finally:
+            for _ in workers:
+                queue.put(None)
+        reports = []
+        for _ in workers:
+            while True:
+                try:
+                    reports.append(results.get(timeout=5))
+                    break
+                except Exception:  # queue.Empty: check that the workers are alive
+                    dead = [w for w in workers if w.exitcode not in (None, 0)]
+                    if dead:
+                        raise CrossalignError(
+                            f"a counting process died (exit code {dead[0].exitcode}); "
+                            f"if it ran out of memory, use fewer --num-proc"
+                        ) from None
+        for w in workers:
+            w.join()
+        errors = [e for *_, e in reports if e]
+        if errors:
+            raise CrossalignError(errors[0])
+        tokens = sum(r[1] for r in reports)
+        lines = sum(r[2] for r in reports)
+        counts = CountRuns(n_lang)
+        for i in range(num_proc):  # memory-mapped: added bucket by bucket
+            counts.add(
+                np.load(Path(shard_dir) / f"keys-{i}.npy", mmap_mode="r"),
+                np.load(Path(shard_dir) / f"values-{i}.npy", mmap_mode="r"),
+            )
+    return counts, tokens, lines
+
+
+def count_cooccurrences(
+    sources: list[tuple[str, list[str]]],
+    vocab_size: int,
+    window: int = 2,
+    tokenizer_json: str | None = None,
+    reference: str | None = None,
+    num_proc: int = 1,
+    chunk_bytes: int | None = None,
+    progress: bool = False,
+) -> BuildResult:
+    """Co-occurrence matrix X of multilingual text, in one streaming pass.
+
+    sources: (language, [files]) per language, one sentence or paragraph per line;
+    tokenizer_json: a Hugging Face ``tokenizers`` JSON (``None``: files hold whitespace-
+    separated token ids); reference: the language whose token count C_ref the others are
+    scaled to (default ``en`` if present, else the language with most tokens).
+    """
+    if window < 1:
+        raise CrossalignError(f"--window {window} must be >= 1")
+    langs = [lang for lang, _ in sources]
+    if len(set(langs)) != len(langs):
+        raise CrossalignError(f"language listed twice in {langs}")
+    if reference is not None and reference not in langs:
+        raise CrossalignError(
+            f"reference language '{reference}' has no text; languages: {', '.join(langs)}"
+        )
+    for _, paths in sources:
+        for p in paths:
+            if not Path(p).is_file():
+                raise CrossalignError(f"{p}: file not found")
+    check_key_space(vocab_size, window, len(langs))
+    start = time.perf_counter()
+    total = sum(os.path.getsize(p) for _, paths in sources for p in paths)
+    chunk_bytes = chunk_bytes or max(CHUNK_BYTES // 4, CHUNK_BYTES * 10 // max(window, 10))
+    chunks = _progress(iter_chunks(sources, chunk_bytes), total, progress)
+    if num_proc <= 1:
+        encoder = Encoder(tokenizer_json, vocab_size)
+        counts, tokens, lines = _count_shard(chunks, encoder, window, len(langs))
+    else:
+        counts, tokens, lines = _count_parallel(
+            chunks, tokenizer_json, vocab_size, window, len(langs), num_proc
+        )
+    empty = [lang for lang, n in zip(langs, tokens) if n == 0]
+    if empty:
+        raise CrossalignError(
+            f"no tokens for language(s) {', '.join(empty)}: their files are empty"
+        )
+    if reference is None:
+        reference = "en" if "en" in langs else langs[int(np.argmax(tokens))]
+    c_ref = tokens[langs.index(reference)]
+    scales = c_ref / tokens.astype(np.float64)
+    indptr, indices, data = counts.to_csr(scales, vocab_size)
+    return BuildResult(
+        indptr=indptr,
+        indices=indices,
+        data=data,
+        tokens={lang: int(n) for lang, n in zip(langs, tokens)},
+        lines={lang: int(n) for lang, n in zip(langs, lines)},
+        scales={lang: float(s) for lang, s in zip(langs, scales)},
+        reference=reference,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _progress(chunks: Iterator[tuple[Chunk, int]], total: int, show: bool) -> Iterator[Chunk]:
+    """Chunks, with a tqdm bar over bytes read when ``show``."""
+    from tqdm.auto import tqdm
+
+    with tqdm(
+        total=total, unit="B", unit_scale=True, desc="cooc", disable=not show, mininterval=1.0
+    ) as bar:
+        for chunk, size in chunks:
+            yield chunk
+            bar.update(size)
+
+
+def vocabulary_fingerprint(vocab: dict[str, int]) -> str:
+    """sha256 of a tokenizer's token → id map, to check a matrix matches a tokenizer."""
+    text = json.dumps(sorted(vocab.items(), key=lambda kv: kv[1]), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def load_vocabulary(tokenizer_dir: str | os.PathLike) -> tuple[str, dict[str, int]]:
+    """(tokenizers JSON, token → id map with added tokens) of a Hugging Face fast tokenizer
+    directory. Reads ``tokenizer.json`` with the json module when present (no tokenizer
+    object is built: pre-tokenized input never needs one), else loads the tokenizer with
+    transformers."""
+    file = Path(tokenizer_dir) / "tokenizer.json"
+    if file.is_file():
+        text = file.read_text(encoding="utf-8")
+        try:
+            spec = json.loads(text)
+            model = spec["model"]
+            if model["type"] == "Unigram":  # a list of [piece, score]; the id is the index
+                vocab = {piece: i for i, (piece, _) in enumerate(model["vocab"])}
+            else:  # BPE, WordPiece, WordLevel: piece -> id
+                vocab = dict(model["vocab"])
+            for token in spec.get("added_tokens") or []:
+                vocab[token["content"]] = token["id"]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise CrossalignError(f"{file}: not a tokenizers JSON file ({e})") from None
+        return text, vocab
+    from crossalign.data.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(tokenizer_dir)
+    return tok.backend_tokenizer.to_str(), tok.get_vocab()
+
+
+def build_matrix(
+    out_dir: str | os.PathLike,
+    sources: list[tuple[str, list[str]]],
+    tokenizer_dir: str | os.PathLike,
+    window: int = 2,
+    reference: str | None = None,
+    pretokenized: bool = False,
+    num_proc: int = 1,
+    log_fp16: bool = False,
+    command: str = "",
+    progress: bool = False,
+) -> dict:
+    """Count X over ``sources`` (see ``count_cooccurrences``) with the Hugging Face tokenizer
+    in ``tokenizer_dir`` and write the matrix directory ``out_dir`` atomically (see
+    ``crossalign.cooc.matrix``). With ``pretokenized`` the files hold that tokenizer's ids.
+    Returns the written meta."""
+    from crossalign.cooc.matrix import write_matrix
+
+    tokenizer_json, vocab = load_vocabulary(tokenizer_dir)
+    vocab_size = max(vocab.values()) + 1
+    fingerprint = vocabulary_fingerprint(vocab)
+    del vocab
+    result = count_cooccurrences(
+        sources,
+        vocab_size,
+        window=window,
+        tokenizer_json=None if pretokenized else tokenizer_json,
+        reference=reference,
+        num_proc=num_proc,
+        progress=progress,
+    )
+    files = dict(sources)
+    meta = {
+        "window": window,
+        "weights": "1/(d+1) for a neighbour at distance d, both sides, within a line",
+        "reference": result.reference,
+        "languages": {
+            lang: {
+                "tokens": result.tokens[lang],
+                "lines": result.lines[lang],
+                "scale": result.scales[lang],
+                "files": [str(f) for f in files[lang]],
+            }
+            for lang in result.tokens
+        },
+        "tokenizer": {
+            "path": str(Path(tokenizer_dir).resolve()),
+            "fingerprint": fingerprint,
+        },
+        "pretokenized": pretokenized,
+        "num_proc": num_proc,
+        "count_seconds": round(result.seconds, 3),
+        "command": command,
+    }
+    return write_matrix(out_dir, result.indptr, result.indices, result.data, meta, log_fp16)
+
+
+__all__ = [
+    "BuildResult",
+    "CountRuns",
+    "build_matrix",
+    "count_cooccurrences",
+    "count_pairs",
+    "distance_weights",
+    "merge_counts",
+    "upper_csr",
+    "vocabulary_fingerprint",
+]

@@ -1,0 +1,301 @@
+"""Do translated phrases co-occur as often as their source? (Ai & Fang 2023, Figure 1)
+
+Two-word phrases are adjacent word pairs of language a's text (both words alphabetic, each
+one token of the matrix's tokenizer). A phrase (a1, a2) is translated through a bilingual
+dictionary: among b1 ∈ D(a1), b2 ∈ D(a2), the pair most often adjacent (in either order) in
+language b's text. For each translated phrase we take |log X_a − log X_b|, with X_a =
+X[a1, a2] and X_b = X[b1, b2] on one scale (the language normalisation of the build,
+``normalised_counts``), and the same difference against a random adjacent pair of language
+b. Statistics are given per bin of X_a (decades), with 95% confidence intervals of the mean
+(mean ± 1.96 · sd / √n).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crossalign.cooc.matrix import CoocMatrix
+from crossalign.errors import CrossalignError
+from crossalign.fileio import atomic_path, write_json_atomic
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def adjacent_words(lines: Iterable[str]) -> tuple[Counter, Counter]:
+    """(adjacent word pairs, word counts) of whitespace-split lines; a pair is two neighbouring
+    whitespace tokens that are both made of letters only (punctuation breaks a phrase)."""
+    pairs: Counter = Counter()
+    words: Counter = Counter()
+    for line in lines:
+        tokens = line.split()
+        letters = [bool(_WORD.fullmatch(t)) for t in tokens]
+        words.update(t for t, ok in zip(tokens, letters) if ok)
+        pairs.update(
+            (tokens[i], tokens[i + 1])
+            for i in range(len(tokens) - 1)
+            if letters[i] and letters[i + 1]
+        )
+    return pairs, words
+
+
+def single_token_ids(words: Iterable[str], tokenizer: Any) -> dict[str, int]:
+    """word → token id for words the tokenizer encodes as exactly one token (as a
+    line-initial word; the same token as after a space for ▁-style tokenizers)."""
+    words = sorted(set(words))
+    if not words:
+        return {}
+    ids = tokenizer(words, add_special_tokens=False)["input_ids"]
+    return {w: s[0] for w, s in zip(words, ids) if len(s) == 1}
+
+
+def surface_forms(words: Counter) -> dict[str, str]:
+    """lowercase word → its most frequent spelling in the text (German nouns keep their
+    capital; dictionaries are lowercase)."""
+    best: dict[str, tuple[int, str]] = {}
+    for w, n in words.items():
+        key = w.lower()
+        if key not in best or (n, w) > best[key]:
+            best[key] = (n, w)
+    return {k: w for k, (_, w) in best.items()}
+
+
+@dataclass
+class Phrase:
+    """A phrase of language a, its translation in language b, and their counts."""
+
+    a: tuple[str, str]
+    b: tuple[str, str]
+    x_a: float
+    x_b: float
+
+
+def translate_phrases(
+    pairs_a: Counter,
+    pairs_b: Counter,
+    words_b: Counter,
+    dictionary: list[tuple[str, str]],
+    ids_a: dict[str, int],
+    ids_b: dict[str, int],
+    min_count: int = 1,
+) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """Phrases of a (seen at least ``min_count`` times) whose dictionary translation is an
+    adjacent pair of b: (phrase a, phrase b), b's words in their usual spelling and in the
+    order b's text has them most often."""
+    table: dict[str, set[str]] = {}
+    for src, tgt in dictionary:
+        table.setdefault(src.lower(), set()).add(tgt.lower())
+    spelling = surface_forms(words_b)
+    out = []
+    for (a1, a2), n in sorted(pairs_a.items()):
+        if n < min_count or a1 not in ids_a or a2 not in ids_a:
+            continue
+        best = None
+        for t1 in table.get(a1.lower(), ()):
+            for t2 in table.get(a2.lower(), ()):
+                b1, b2 = spelling.get(t1), spelling.get(t2)
+                if b1 is None or b2 is None or b1 not in ids_b or b2 not in ids_b:
+                    continue
+                ahead, behind = pairs_b.get((b1, b2), 0), pairs_b.get((b2, b1), 0)
+                if behind > ahead:  # keep the word order of b's text (X is symmetric)
+                    b1, b2 = b2, b1
+                seen = ahead + behind
+                if seen and (best is None or (seen, b1, b2) > best):
+                    best = (seen, b1, b2)
+        if best is not None:
+            out.append(((a1, a2), (best[1], best[2])))
+    return out
+
+
+def normalised_counts(
+    matrix: CoocMatrix, lang: str, ref_matrix: CoocMatrix, ref_lang: str
+) -> float:
+    """Factor turning ``matrix``'s counts of ``lang`` into raw counts rescaled to the token
+    count of ``ref_lang`` in ``ref_matrix``: (1 / scale_lang) · C_ref / C_lang. For one
+    multilingual matrix this equals c_lang / c_ref, a factor common to both languages."""
+    for m, code in ((matrix, lang), (ref_matrix, ref_lang)):
+        if code not in m.meta["languages"]:
+            raise CrossalignError(
+                f"co-occurrence matrix {m.path} has no language '{code}'; it has "
+                f"{', '.join(m.meta['languages'])}"
+            )
+    info = matrix.meta["languages"][lang]
+    c_ref = ref_matrix.meta["languages"][ref_lang]["tokens"]
+    return c_ref / info["tokens"] / info["scale"]
+
+
+def mean_ci(values: np.ndarray) -> tuple[float, float, float]:
+    """(mean, lower, upper) of the 95% normal-approximation confidence interval of the mean;
+    a single value has a zero-width interval, none gives NaN."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(values.mean())
+    half = 1.96 * float(values.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+    return mean, mean - half, mean + half
+
+
+def binned_statistics(
+    x_a: np.ndarray, diff: np.ndarray, diff_random: np.ndarray
+) -> list[dict[str, Any]]:
+    """Per decade of X_a ([10^k, 10^(k+1)), all X_a > 0): n, and mean with 95% CI of
+    |log X_a − log X_b| for translations and for random pairs."""
+    decade = np.floor(np.log10(x_a)).astype(int)
+    rows = []
+    for k in range(int(decade.min()), int(decade.max()) + 1) if len(x_a) else []:
+        sel = decade == k
+        if not sel.any():
+            continue
+        m, lo, hi = mean_ci(diff[sel])
+        rm, rlo, rhi = mean_ci(diff_random[sel])
+        rows.append(
+            {
+                "bin": [10.0**k, 10.0 ** (k + 1)],
+                "n": int(sel.sum()),
+                "translated": {"mean": m, "ci95": [lo, hi]},
+                "random": {"mean": rm, "ci95": [rlo, rhi]},
+            }
+        )
+    return rows
+
+
+def compare_phrases(
+    matrix_a: CoocMatrix,
+    matrix_b: CoocMatrix,
+    lang_a: str,
+    lang_b: str,
+    lines_a: list[str],
+    lines_b: list[str],
+    dictionary: list[tuple[str, str]],
+    tokenizer: Any,
+    min_count: int = 1,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The Figure 1 statistics: phrases, their normalised counts, and per-bin |Δ log X| for
+    translations and random pairs (see the module docstring)."""
+    pairs_a, words_a = adjacent_words(lines_a)
+    pairs_b, words_b = adjacent_words(lines_b)
+    ids_a = single_token_ids(words_a, tokenizer)
+    ids_b = single_token_ids(words_b, tokenizer)
+    phrases = translate_phrases(pairs_a, pairs_b, words_b, dictionary, ids_a, ids_b, min_count)
+    scale_a = normalised_counts(matrix_a, lang_a, matrix_a, lang_a)
+    scale_b = normalised_counts(matrix_b, lang_b, matrix_a, lang_a)
+
+    def counts(m: CoocMatrix, ids: dict[str, int], pairs: list, scale: float) -> np.ndarray:
+        if not pairs:
+            return np.zeros(0)
+        rows = np.array([ids[p[0]] for p in pairs])
+        cols = np.array([ids[p[1]] for p in pairs])
+        return m.lookup(rows, cols).double().numpy() * scale
+
+    x_a = counts(matrix_a, ids_a, [a for a, _ in phrases], scale_a)
+    x_b = counts(matrix_b, ids_b, [b for _, b in phrases], scale_b)
+    keep = (x_a > 0) & (x_b > 0)
+    phrases = [p for p, k in zip(phrases, keep) if k]
+    x_a, x_b = x_a[keep], x_b[keep]
+    pool = sorted(p for p in pairs_b if p[0] in ids_b and p[1] in ids_b)
+    x_pool = counts(matrix_b, ids_b, pool, scale_b)
+    pool_ok = np.flatnonzero(x_pool > 0)
+    if len(phrases) == 0 or len(pool_ok) == 0:
+        raise CrossalignError(
+            f"no translated {lang_a}-{lang_b} phrase with counts in both languages: check the "
+            f"dictionary direction ({lang_a} {lang_b}), the texts and the matrix's languages"
+        )
+    rng = np.random.default_rng(seed)
+    x_random = x_pool[rng.choice(pool_ok, size=len(x_a))]
+    diff = np.abs(np.log(x_a) - np.log(x_b))
+    diff_random = np.abs(np.log(x_a) - np.log(x_random))
+    order = np.argsort(-x_a, kind="stable")
+    m, lo, hi = mean_ci(diff)
+    rm, rlo, rhi = mean_ci(diff_random)
+    return {
+        "languages": [lang_a, lang_b],
+        "phrases": len(phrases),
+        "dropped_zero_counts": int((~keep).sum()),
+        "random_pool": int(len(pool_ok)),
+        "overall": {
+            "translated": {"mean": m, "ci95": [lo, hi]},
+            "random": {"mean": rm, "ci95": [rlo, rhi]},
+        },
+        "bins": binned_statistics(x_a, diff, diff_random),
+        "examples": [
+            {
+                "a": " ".join(phrases[i][0]),
+                "b": " ".join(phrases[i][1]),
+                "x_a": x_a[i],
+                "x_b": x_b[i],
+            }
+            for i in order[:20]
+        ],
+    }
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """The per-bin statistics as an aligned text table."""
+    lang_a, lang_b = result["languages"]
+    head = f"{'X_' + lang_a + ' bin':<18} {'n':>6}  {'translated |Δ log X|':>26}  {'random':>26}"
+    lines = [head, "-" * len(head)]
+
+    def cell(s: dict[str, Any]) -> str:
+        return f"{s['mean']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]"
+
+    for row in result["bins"]:
+        lo, hi = row["bin"]
+        label = f"[{lo:g}, {hi:g})"
+        lines.append(
+            f"{label:<18} {row['n']:>6}  {cell(row['translated']):>26}  {cell(row['random']):>26}"
+        )
+    o = result["overall"]
+    lines.append(
+        f"{'all':<18} {result['phrases']:>6}  {cell(o['translated']):>26}  {cell(o['random']):>26}"
+    )
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any], path: str | os.PathLike) -> None:
+    """Mean |Δ log X| per X_a bin with 95% CIs, translations vs random pairs (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lang_a, lang_b = result["languages"]
+    bins = result["bins"]
+    x = np.arange(len(bins))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for offset, key, label in (
+        (-0.1, "translated", "translated phrase"),
+        (0.1, "random", "random pair"),
+    ):
+        means = np.array([b[key]["mean"] for b in bins])
+        lo = np.array([b[key]["ci95"][0] for b in bins])
+        hi = np.array([b[key]["ci95"][1] for b in bins])
+        ax.errorbar(
+            x + offset, means, yerr=[means - lo, hi - means], fmt="o-", capsize=3, label=label
+        )
+    ax.set_xticks(x, [f"[{b['bin'][0]:g}, {b['bin'][1]:g})\nn={b['n']}" for b in bins], fontsize=8)
+    ax.set_xlabel(f"X_{lang_a} of the {lang_a} phrase (normalised count)")
+    ax.set_ylabel(f"|log X_{lang_a} − log X_{lang_b}|")
+    ax.set_title(f"Co-occurrence of {lang_a} phrases and their {lang_b} translations (95% CI)")
+    ax.legend()
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def write_report(result: dict[str, Any], out_dir: str | os.PathLike) -> tuple[Path, Path]:
+    """``compare.json`` and ``compare.png`` in ``out_dir``; returns their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out_dir / "compare.json", result)
+    plot(result, out_dir / "compare.png")
+    return out_dir / "compare.json", out_dir / "compare.png"
