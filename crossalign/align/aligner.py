@@ -15,61 +15,13 @@ from tqdm import tqdm
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
-from crossalign.align.extract import METHODS, subword_links
-from crossalign.align.words import SUBWORD_MODES, Pieces, link_lists, to_pieces, word_links
+from crossalign.align.extract import subword_links
+from crossalign.align.options import AlignConfig
+from crossalign.align.words import Pieces, link_lists, to_pieces, word_links
 from crossalign.errors import CrossalignError
 from crossalign.models.build import model_languages, position_offset
 
 Links = list[tuple[int, int]]
-
-
-@dataclass
-class AlignConfig:
-    """How to align: extraction method, encoding of the pair, and the method's constants."""
-
-    method: str = "ot"
-    """ot (XLM-Align), itermax or argmax (SimAlign)."""
-    joint: bool = False
-    """Encode a pair as one sequence ``[cls] src [sep] [cls] tgt [sep]`` (positions restart at
-    the target, as in TLM; XLM-Align) or each sentence on its own (SimAlign; the default,
-    which measures how aligned the languages are without cross-attention between them)."""
-    subwords: str = "per-word"
-    """Word -> subwords: tokenize each word alone (per-word) or use the fast tokenizer's
-    ``word_ids()`` on the whole sentence (word-ids)."""
-    sinkhorn_iters: int = 2
-    """Sinkhorn iterations of ``ot`` (XLM-Align: 2)."""
-    mu: float = 1.0
-    """Entropic regularisation μ of ``ot``: the kernel is ``exp(f_sim / μ)``."""
-    eps: float = 1e-6
-    """Floor ε of the dot products in ``f_sim = log max(ε, h_iᵀ h_j)``."""
-    filter_iters: int = 2
-    """Rounds of iterative alignment filtering (``ot``) or IterMax's ``max_count``."""
-    alpha: float = 0.9
-    """Discount of scores whose row or column is already aligned (filtering, IterMax)."""
-    batch_size: int = 32
-    """Sentence pairs per forward pass."""
-    bf16: bool = False
-    """Run the encoder under bfloat16 autocast: much faster on GPUs and on CPUs with AMX;
-    scores are still computed in float32, but links can differ slightly from float32's."""
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise CrossalignError(
-                f"unknown alignment method '{self.method}'; choose one of {', '.join(METHODS)}"
-            )
-        if self.subwords not in SUBWORD_MODES:
-            raise CrossalignError(
-                f"unknown subword mode '{self.subwords}'; choose one of {', '.join(SUBWORD_MODES)}"
-            )
-        for key in ("batch_size", "filter_iters"):
-            if getattr(self, key) < 1:
-                raise CrossalignError(f"{key}={getattr(self, key)} must be >= 1")
-        if self.sinkhorn_iters < 0:
-            raise CrossalignError(f"sinkhorn_iters={self.sinkhorn_iters} must be >= 0")
-        if self.mu <= 0 or self.eps <= 0:
-            raise CrossalignError(f"mu={self.mu} and eps={self.eps} must be > 0")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise CrossalignError(f"alpha={self.alpha} must be in [0, 1]")
 
 
 @dataclass

@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING
 from crossalign.errors import CrossalignError
 
 if TYPE_CHECKING:
-    from crossalign.align.aligner import AlignConfig
+    from crossalign.align.options import AlignConfig
 
 
 def add_aligner_arguments(p: argparse.ArgumentParser) -> None:
     """The options shared by ``align`` and ``eval aer --model``: model, method and constants."""
-    from crossalign.align.aligner import AlignConfig
-    from crossalign.align.extract import METHODS
-    from crossalign.align.words import SUBWORD_MODES
+    from crossalign.align.options import METHODS, SUBWORD_MODES, AlignConfig
 
     d = AlignConfig()
     p.add_argument("--model", metavar="DIR", help="save_pretrained model + tokenizer directory")
@@ -78,7 +76,7 @@ def add_aligner_arguments(p: argparse.ArgumentParser) -> None:
 
 def aligner_config(args: argparse.Namespace) -> AlignConfig:
     """The ``AlignConfig`` of parsed ``add_aligner_arguments`` options."""
-    from crossalign.align.aligner import AlignConfig
+    from crossalign.align.options import AlignConfig
 
     return AlignConfig(
         method=args.method,

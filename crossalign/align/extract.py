@@ -7,10 +7,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from crossalign.align.options import METHODS
 from crossalign.align.similarity import cosine_scores, dot_scores, log_clamped
 from crossalign.align.sinkhorn import sinkhorn_log
-
-METHODS = ("ot", "itermax", "argmax")
 
 
 def _mutual_argmax(scores: torch.Tensor) -> torch.Tensor:

@@ -8,9 +8,8 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedTokenizerBase
 
+from crossalign.align.options import SUBWORD_MODES
 from crossalign.errors import CrossalignError
-
-SUBWORD_MODES = ("per-word", "word-ids")
 
 
 @dataclass
