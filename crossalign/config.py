@@ -86,7 +86,8 @@ class DataConfig:
     max_length: int = 128
     """Tokens per packed MLM sequence, and per TLM pair (both sides, specials included)."""
     max_valid_sequences: int = 512
-    """Cap on held-out sequences per language used for validation loss."""
+    """Cap on held-out sequences per language (MLM) and pairs per language pair (TLM) used
+    for validation loss."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:

@@ -118,7 +118,7 @@ def tokenize_texts(
     texts: Texts, tokenizer: PreTrainedTokenizerBase, max_length: int, max_valid: int
 ) -> TokenizedData:
     """Tokenize every source; mono text is packed into blocks of ``max_length``; held-out
-    mono blocks are capped at ``max_valid`` per language."""
+    data is capped at ``max_valid`` blocks per language and ``max_valid`` pairs per pair."""
 
     def ids(lines: list[str]) -> list[list[int]]:
         return tokenizer(lines, add_special_tokens=False)["input_ids"]
@@ -139,5 +139,5 @@ def tokenize_texts(
         mono={k: blocks(v) for k, v in texts.mono.items()},
         parallel={k: pairs(v) for k, v in texts.parallel.items()},
         valid_mono={k: blocks(v)[:max_valid] for k, v in texts.valid_mono.items()},
-        valid_parallel={k: pairs(v) for k, v in texts.valid_parallel.items()},
+        valid_parallel={k: pairs(v[:max_valid]) for k, v in texts.valid_parallel.items()},
     )
