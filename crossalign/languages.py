@@ -15,6 +15,10 @@ tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu
 """
 ISO639_1 = frozenset(_ISO639_1_CODES.split())
 
+DERIVED_LANG = "en-XD"
+"""Code of a language derived from English by ``crossalign data derive`` (a private-use
+region subtag, so it never clashes with a real language)."""
+
 # ISO 639-3 codes used by FreeDict and other sources, mapped to ISO 639-1.
 ISO639_3_TO_1 = {
     "afr": "af", "ara": "ar", "bre": "br", "bul": "bg", "cat": "ca", "ces": "cs", "cym": "cy",

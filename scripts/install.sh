@@ -10,6 +10,7 @@ DEBIAN_PACKAGES=(
   libreoffice-help-en-us libreoffice-help-de libreoffice-help-fr libreoffice-help-es
   libreoffice-help-ru libreoffice-help-zh-cn libreoffice-help-hi
   dict-freedict-eng-deu dict-freedict-eng-fra dict-freedict-eng-spa
+  dict-freedict-eng-hin dict-freedict-eng-ara
 )
 
 missing=()

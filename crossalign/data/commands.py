@@ -151,3 +151,7 @@ def add_data_parser(sub: argparse._SubParsersAction) -> None:
     )
     _common(b, "data/freedict", 500, 1500, "source words")
     b.set_defaults(func=_freedict)
+
+    from crossalign.data.derive_commands import add_derive_parser
+
+    add_derive_parser(builders)

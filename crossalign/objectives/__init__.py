@@ -1,6 +1,14 @@
 """Training objectives, registered by name (``crossalign ls objectives``)."""
 
-from crossalign.objectives import cooc_gc, dwa, mlm, tlm  # noqa: F401  (registers the objectives)
+# Importing the objective modules registers them.
+from crossalign.objectives import (  # noqa: F401
+    align_mlm,
+    cooc_gc,
+    dict_mlm,
+    dwa,
+    mlm,
+    tlm,
+)
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
 
 __all__ = ["OBJECTIVES", "Objective", "RawBatch", "TokenContext"]

