@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     from crossalign.cooc.commands import add_cooc_parser
     from crossalign.data.commands import add_data_parser
     from crossalign.evals.commands import add_eval_parser
+    from crossalign.lexicon.commands import add_lexicon_parser
     from crossalign.models.commands import add_backbone_parser
     from crossalign.study_commands import add_study_parser
 
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_cooc_parser(sub)
     add_align_parser(sub)
     add_eval_parser(sub)
+    add_lexicon_parser(sub)
     add_study_parser(sub)
     return parser
 

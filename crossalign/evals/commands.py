@@ -83,14 +83,17 @@ def _aer(args: argparse.Namespace) -> int:
 
 
 def add_eval_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``crossalign eval`` with its actions: ``aer``, ``alignment-score``, ``transfer``."""
+    """Register ``crossalign eval`` with its actions: ``aer``, ``alignment-score``,
+    ``transfer``, ``bli``, ``rsim``, ``layers``, ``retrieval``."""
     from crossalign.align.commands import add_aligner_arguments
 
     p = sub.add_parser("eval", help="evaluate models and outputs")
     actions = p.add_subparsers(dest="eval_command", required=True, metavar="EVALUATION")
     from crossalign.evals.derived_commands import add_derived_eval_parsers
+    from crossalign.evals.lexicon_commands import add_lexicon_eval_parsers
 
     add_derived_eval_parsers(actions)
+    add_lexicon_eval_parsers(actions)
 
     a = actions.add_parser(
         "aer",

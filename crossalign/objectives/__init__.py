@@ -3,6 +3,7 @@
 # Importing the objective modules registers them.
 from crossalign.objectives import (  # noqa: F401
     align_mlm,
+    code_switch,
     cooc_gc,
     dict_mlm,
     dwa,

@@ -1,0 +1,106 @@
+"""Step time of TCS-MLM and SCS-MLM against plain MLM, measured side by side on the same
+batches (Lu et al. 2023 report TCS at about 2x and SCS at about 2.4x the cost of MLM).
+
+Every round runs one training step of each objective on the same packed blocks, in rotating
+order, and the ratios are medians over rounds, so load from other processes hits all three
+alike. A step is forward + backward + AdamW update (the training loop's work); the
+forward + backward part alone is reported too.
+
+    .venv/bin/python bench/code_switch_step_time.py --model runs/backbone-e5-small \
+        --corpus data/libreoffice --batch 8 --length 64 --rounds 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from crossalign.data.readers import read_text
+from crossalign.lexicon.embed import load_masked_lm
+from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
+
+TARGETS = {"tcs_mlm": 2.05, "scs_mlm": 2.4}
+
+
+def packed_blocks(tokenizer, lines: list[str], rows: int, length: int, offset: int) -> np.ndarray:
+    """[rows, length] int32 of consecutive tokens starting at line ``offset``."""
+    flat: list[int] = []
+    for ids in tokenizer(lines[offset : offset + 40 * rows], add_special_tokens=False)["input_ids"]:
+        flat.extend(ids)
+        if len(flat) >= rows * length:
+            break
+    return np.array(flat[: rows * length], dtype=np.int32).reshape(rows, length)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="runs/backbone-e5-small")
+    parser.add_argument("--corpus", default="data/libreoffice")
+    parser.add_argument("--pair", default="en-de")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--length", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--threshold", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    src, tgt = args.pair.split("-", 1)
+    texts = {
+        lang: read_text(f"{args.corpus}/{args.pair}/train.{lang}")[:20000] for lang in (src, tgt)
+    }
+    model, tok = load_masked_lm(args.model)
+    model.train()
+    ctx = TokenContext.for_model(tok, model, args.length, language_embeddings=False)
+    objectives = {"mlm": OBJECTIVES.get("mlm")(ctx)}
+    for name in ("tcs_mlm", "scs_mlm"):
+        objective = OBJECTIVES.get(name)(ctx, threshold=args.threshold)
+        objective.set_texts(texts)
+        t = time.perf_counter()
+        objective.start(model)
+        print(f"{name}: start (vocabularies + dictionary/terms) {time.perf_counter() - t:.1f} s")
+        objectives[name] = objective.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-7)
+    names = list(objectives)
+    full: dict[str, list[float]] = {n: [] for n in names}
+    fwd_bwd: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(args.rounds + 1):  # round 0 warms up
+        lang = (src, tgt)[r % 2]
+        raw = RawBatch(
+            lang, blocks=packed_blocks(tok, texts[lang], args.batch, args.length, 50 * r)
+        )
+        for name in names[r % 3 :] + names[: r % 3]:
+            objective = objectives[name]
+            batch = objective.collate(raw, torch.Generator().manual_seed(r))
+            t0 = time.perf_counter()
+            loss, _, _ = objective.loss(batch, objective(model, batch))
+            loss.backward()
+            t1 = time.perf_counter()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            t2 = time.perf_counter()
+            if r:
+                full[name].append(t2 - t0)
+                fwd_bwd[name].append(t1 - t0)
+    print(
+        f"\n{args.rounds} rounds, batch {args.batch} x {args.length} tokens, {args.model}, "
+        f"{torch.get_num_threads()} threads"
+    )
+    print(f"{'objective':<9} {'step s':>8} {'ratio':>7} {'fwd+bwd s':>10} {'ratio':>7}  target")
+    base_full, base_fb = full["mlm"], fwd_bwd["mlm"]
+    for name in names:
+        ratio = statistics.median(a / b for a, b in zip(full[name], base_full))
+        ratio_fb = statistics.median(a / b for a, b in zip(fwd_bwd[name], base_fb))
+        target = f"<= {TARGETS[name]}" if name in TARGETS else ""
+        print(
+            f"{name:<9} {statistics.median(full[name]):>8.3f} {ratio:>7.2f} "
+            f"{statistics.median(fwd_bwd[name]):>10.3f} {ratio_fb:>7.2f}  {target}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Alignment across layers: for the embedding layer (0) and every transformer layer, BLI Hit@1
+and Hit@5 (alignment accuracy), the mean cosine of translation pairs and RSIM, on one word set.
+
+Layer 0 is the input embedding table; layer l >= 1 averages a token's hidden states over its
+occurrences in the given text (``crossalign.lexicon.embed``). Only words whose tokens occur in
+the text have contextual vectors, and layer 0 is restricted to the same words, so every layer
+is scored on the same evaluation words and candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from crossalign.evals.bli import bli_scores, build_bli_set, normalise_word
+from crossalign.evals.rsim import mean_cosine, rsim
+from crossalign.fileio import atomic_path
+from crossalign.lexicon.embed import TokenVectors, contextual_token_vectors, word_pieces
+
+COLUMNS = ("layer", "hit@1", "hit@5", "mean_cos", "rsim", "words", "candidates")
+
+
+def piece_ids(tokenizer: PreTrainedTokenizerBase, words: Sequence[str]) -> torch.Tensor:
+    """Every subword id of every surface form of ``words``."""
+    ids = {t for forms in word_pieces(tokenizer, words) for p in forms for t in p}
+    return torch.tensor(sorted(ids), dtype=torch.long)
+
+
+def layer_scores(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    test_pairs: Sequence[tuple[str, str]],
+    candidates: Sequence[str],
+    src_texts: Sequence[str],
+    tgt_texts: Sequence[str],
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    mode: str = "whole",
+    max_words: int = 1500,
+    seed: int = 0,
+    max_length: int = 128,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> list[dict[str, float]]:
+    """One row per layer 0..L with the ``COLUMNS`` metrics (CSLS retrieval, K = 10)."""
+    layers = list(range(1, model.config.num_hidden_layers + 1))
+    src_words = [normalise_word(s) for s, _ in test_pairs]
+    tgt_words = [normalise_word(w) for w in candidates]
+    src_ctx = contextual_token_vectors(
+        model,
+        tokenizer,
+        src_texts,
+        layers,
+        piece_ids(tokenizer, src_words),
+        src_lang,
+        max_length,
+        batch_size,
+        progress,
+    )
+    tgt_ctx = contextual_token_vectors(
+        model,
+        tokenizer,
+        tgt_texts,
+        layers,
+        piece_ids(tokenizer, tgt_words),
+        tgt_lang,
+        max_length,
+        batch_size,
+        progress,
+    )
+    table = model.get_input_embeddings().weight.detach().float().cpu()
+
+    def static(ctx: TokenVectors) -> TokenVectors:
+        seen = (ctx.row_of >= 0).nonzero().squeeze(1)
+        return TokenVectors(table[seen], ctx.row_of)
+
+    per_layer = {0: (static(src_ctx[1]), static(tgt_ctx[1]))}
+    per_layer.update({layer: (src_ctx[layer], tgt_ctx[layer]) for layer in layers})
+    rows = []
+    for layer, (src_vec, tgt_vec) in per_layer.items():
+        bli = build_bli_set(
+            tokenizer, src_vec, tgt_vec, test_pairs, candidates, mode, max_words, seed
+        )
+        row: dict[str, float] = {"layer": layer, **bli_scores(bli)}
+        src, tgt = bli.first_pairs()
+        row.update(mean_cos=mean_cosine(src, tgt), rsim=rsim(src, tgt))
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: Sequence[dict[str, float]]) -> str:
+    """The per-layer rows as an aligned text table (fractions as percentages)."""
+    lines = [f"{'layer':>5} {'hit@1':>7} {'hit@5':>7} {'mean cos':>9} {'rsim':>7} {'words':>6}"]
+    for r in rows:
+        lines.append(
+            f"{r['layer']:>5} {100 * r['hit@1']:>6.2f}% {100 * r['hit@5']:>6.2f}% "
+            f"{r['mean_cos']:>9.4f} {r['rsim']:>7.4f} {r['words']:>6}"
+        )
+    return "\n".join(lines)
+
+
+def plot_layers(rows: Sequence[dict[str, float]], path: str | Path, title: str = "") -> None:
+    """A PNG with three panels over the layers: Hit@1/Hit@5, mean cosine, RSIM (atomic)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["layer"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    axes[0].plot(x, [100 * r["hit@1"] for r in rows], "o-", label="Hit@1")
+    axes[0].plot(x, [100 * r["hit@5"] for r in rows], "s-", label="Hit@5")
+    axes[0].set_ylabel("BLI accuracy (%)")
+    axes[0].legend()
+    axes[1].plot(x, [r["mean_cos"] for r in rows], "o-", color="tab:green")
+    axes[1].set_ylabel("mean cosine of translation pairs")
+    axes[2].plot(x, [r["rsim"] for r in rows], "o-", color="tab:red")
+    axes[2].set_ylabel("RSIM")
+    for ax in axes:
+        ax.set_xlabel("layer (0 = embeddings)")
+        ax.set_xticks(x)
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)

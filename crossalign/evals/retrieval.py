@@ -1,0 +1,71 @@
+"""Sentence retrieval (Tatoeba-style, as in XTREME): find each held-out sentence's translation
+among all target sentences of the test set by the cosine of mean-pooled hidden states of one
+layer, in both directions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from crossalign.lexicon.csls import nn_topk
+from crossalign.lexicon.embed import encode_batches, hidden_states, language_type_id
+
+HIGHER_IS_BETTER = {"acc_src_tgt": True, "acc_tgt_src": True}
+
+
+@torch.no_grad()
+def sentence_embeddings(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    texts: Sequence[str],
+    layer: int = -1,
+    lang: str | None = None,
+    max_length: int = 128,
+    batch_size: int = 32,
+) -> torch.Tensor:
+    """Mean of the hidden states of ``layer`` (0 embedding output, 1..L layers, -1 the last)
+    over every non-padding position, ``<s>`` and ``</s>`` included (as e5 pools). -> [n, H]."""
+    model.eval()
+    n_layers = model.config.num_hidden_layers
+    layer = n_layers if layer < 0 else layer
+    if layer > n_layers:
+        raise ValueError(f"layer {layer} does not exist: the model has 0..{n_layers}")
+    out = torch.zeros(len(texts), model.config.hidden_size)
+    type_id = language_type_id(model, lang)
+    for idx, enc in encode_batches(tokenizer, texts, max_length, batch_size):
+        states = hidden_states(model, enc, type_id)[layer].float().cpu()
+        mask = enc["attention_mask"][..., None].float()
+        out[idx] = (states * mask).sum(dim=1) / mask.sum(dim=1)
+    return out
+
+
+def retrieval_accuracy(
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    src_keys: Sequence[str] | None = None,
+    tgt_keys: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """Accuracy of cosine retrieval between aligned rows src [n, d] and tgt [n, d], both ways.
+
+    Row i's translation is row i; with ``src_keys``/``tgt_keys`` (e.g. the sentences' texts) a
+    retrieved row whose key equals row i's key also counts, so duplicate sentences in the test
+    set are not errors. Returns ``acc_src_tgt``, ``acc_tgt_src`` and ``n``.
+    """
+    n = src.shape[0]
+
+    def codes(keys: Sequence[str] | None) -> torch.Tensor:
+        if keys is None:
+            return torch.arange(n)
+        ids: dict[str, int] = {}
+        return torch.tensor([ids.setdefault(k, len(ids)) for k in keys])
+
+    sk, tk = codes(src_keys), codes(tgt_keys)
+    _, fwd = nn_topk(src, tgt, 1)
+    _, bwd = nn_topk(tgt, src, 1)
+    return {
+        "acc_src_tgt": float((tk[fwd[:, 0].cpu()] == tk).float().mean()),
+        "acc_tgt_src": float((sk[bwd[:, 0].cpu()] == sk).float().mean()),
+        "n": n,
+    }

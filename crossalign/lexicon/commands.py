@@ -1,0 +1,115 @@
+"""``crossalign induce-dict``: a token dictionary induced from a model's own embeddings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from crossalign.errors import CrossalignError
+
+
+def read_language_text(
+    corpus: str | None, files: list[str] | None, lang: str, limit: int
+) -> list[str]:
+    """Up to ``limit`` lines of ``lang``: the given files, else the train files of ``lang`` in
+    a built corpus directory (every pair it occurs in), exact duplicates read once."""
+    from crossalign.data.corpus import resolve_corpus
+    from crossalign.data.readers import read_mono
+
+    if files:
+        lines = read_mono(files)
+    elif corpus:
+        found = resolve_corpus(corpus)["mono"]
+        if lang not in found:
+            raise CrossalignError(
+                f"corpus {corpus} has no language '{lang}'; it has: {', '.join(sorted(found))}"
+            )
+        lines = read_mono(found[lang])
+    else:
+        raise CrossalignError(f"no text for '{lang}': give --corpus DIR or --{lang}-text FILE")
+    return lines[:limit]
+
+
+def _induce(args: argparse.Namespace) -> int:
+    from crossalign.fileio import write_lines_atomic
+    from crossalign.lexicon.embed import load_masked_lm
+    from crossalign.lexicon.induce import induce_from_model
+
+    src_texts = read_language_text(args.corpus, args.src_text, args.src, args.max_sentences)
+    tgt_texts = read_language_text(args.corpus, args.tgt_text, args.tgt, args.max_sentences)
+    model, tokenizer = load_masked_lm(args.model, args.device)
+    result = induce_from_model(
+        model,
+        tokenizer,
+        src_texts,
+        tgt_texts,
+        args.src,
+        args.tgt,
+        layer=args.layer,
+        threshold=args.threshold,
+        other_max=args.other_max,
+        k=args.k,
+        context_sentences=args.context_sentences,
+        backend=args.backend,
+        progress=True,
+    )
+    n = write_lines_atomic(args.out, result.forward.lines(tokenizer))
+    print(
+        f"language-specific vocabularies: {args.src} {len(result.src_vocab)}, {args.tgt} "
+        f"{len(result.tgt_vocab)} tokens (frequency > {args.threshold}, at most "
+        f"{args.other_max} in the other language)"
+    )
+    print(f"wrote {n} {args.src}->{args.tgt} translations to {args.out} ({result.seconds:.1f} s)")
+    if args.backward:
+        m = write_lines_atomic(args.backward, result.backward.lines(tokenizer))
+        print(f"wrote {m} {args.tgt}->{args.src} translations to {args.backward}")
+    return 0
+
+
+def add_lexicon_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``crossalign induce-dict``."""
+    p = sub.add_parser(
+        "induce-dict",
+        help="induce a token dictionary from a model's embeddings (CSLS)",
+        description="Build the language-specific vocabularies of two languages (tokens with "
+        "frequency > --threshold in one language's text and at most --other-max in the "
+        "other's), then translate every source token to its CSLS-nearest target token (K = "
+        "--k) using the embedding layer (--layer 0) or a layer's hidden states averaged over "
+        "the token's occurrences in the text. Writes MUSE lines 'src tgt score', best first. "
+        "See docs/lexicon.md.",
+    )
+    p.add_argument("--model", required=True, metavar="DIR", help="save_pretrained masked-LM")
+    p.add_argument("--src", required=True, metavar="LANG", help="source language, e.g. en")
+    p.add_argument("--tgt", required=True, metavar="LANG", help="target language, e.g. de")
+    p.add_argument("--corpus", metavar="DIR", help="built corpus (crossalign data ...): train text")
+    p.add_argument("--src-text", nargs="+", metavar="FILE", help="source text instead of --corpus")
+    p.add_argument("--tgt-text", nargs="+", metavar="FILE", help="target text instead of --corpus")
+    p.add_argument("--out", required=True, metavar="FILE", help="output dictionary (MUSE)")
+    p.add_argument("--backward", metavar="FILE", help="also write the tgt->src dictionary here")
+    p.add_argument("--layer", type=int, default=0, help="0 = embedding layer (default), 1..L")
+    p.add_argument("--threshold", type=int, default=100, help="minimum frequency, exclusive (100)")
+    p.add_argument("--other-max", type=int, default=0, help="max count in the other language (0)")
+    p.add_argument("--k", type=int, default=10, help="CSLS neighbourhood size (10)")
+    p.add_argument(
+        "--max-sentences", type=int, default=200_000, help="lines of text read per language"
+    )
+    p.add_argument(
+        "--context-sentences",
+        type=int,
+        default=2000,
+        help="lines per language whose hidden states are averaged (layers >= 1; 2000)",
+    )
+    p.add_argument(
+        "--backend", default="auto", choices=["auto", "torch", "faiss"], help="CSLS search"
+    )
+    p.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")
+    p.set_defaults(func=_induce)
+
+
+def default_pair(path: str | Path) -> tuple[str, str] | None:
+    """(src, tgt) from a dictionary's directory name ``<src>-<tgt>`` (``data/freedict/en-de``)."""
+    name = Path(path).parent.name
+    if "-" in name:
+        src, tgt = name.split("-", 1)
+        return src, tgt
+    return None

@@ -1,0 +1,159 @@
+"""Dictionary induction between the language-specific vocabularies of two languages: every
+source token's CSLS-nearest target token (Lu et al. 2023, §3.1), from the embedding layer or
+from any layer's context-averaged hidden states."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from crossalign.errors import CrossalignError
+from crossalign.lexicon.csls import csls_topk
+from crossalign.lexicon.embed import TokenVectors, contextual_token_vectors, embedding_layer
+from crossalign.lexicon.vocab import language_specific_vocab, token_counts
+
+
+@dataclass
+class TokenDictionary:
+    """Induced token translations ``src_ids[i] -> tgt_ids[i]`` with their CSLS scores."""
+
+    src_ids: torch.Tensor
+    """[n] long."""
+    tgt_ids: torch.Tensor
+    """[n] long."""
+    scores: torch.Tensor
+    """[n] float32."""
+
+    def table(self, vocab_size: int) -> torch.Tensor:
+        """[V] long: the translation of every token id, -1 for ids without one."""
+        out = torch.full((vocab_size,), -1, dtype=torch.long)
+        out[self.src_ids.cpu()] = self.tgt_ids.cpu()
+        return out
+
+    def lines(self, tokenizer: PreTrainedTokenizerBase) -> list[str]:
+        """MUSE lines ``src tgt score`` (token strings as the vocabulary writes them), best
+        score first."""
+        order = self.scores.argsort(descending=True)
+        src = tokenizer.convert_ids_to_tokens(self.src_ids[order].tolist())
+        tgt = tokenizer.convert_ids_to_tokens(self.tgt_ids[order].tolist())
+        return [f"{s} {t} {x:.4f}" for s, t, x in zip(src, tgt, self.scores[order].tolist())]
+
+
+def induce(
+    src_vectors: TokenVectors,
+    tgt_vectors: TokenVectors,
+    src_ids: torch.Tensor,
+    tgt_ids: torch.Tensor,
+    k: int = 10,
+    backend: str = "torch",
+) -> TokenDictionary:
+    """Translate every source id (that has a vector) to its CSLS-nearest target id (that has
+    a vector). src_ids [n], tgt_ids [m] long -> a TokenDictionary of at most n entries."""
+    src_ids = src_ids[src_vectors.has(src_ids)]
+    tgt_ids = tgt_ids[tgt_vectors.has(tgt_ids)]
+    if len(src_ids) == 0 or len(tgt_ids) == 0:
+        raise CrossalignError(
+            f"cannot induce a dictionary: {len(src_ids)} source and {len(tgt_ids)} target tokens "
+            f"have vectors; lower the frequency threshold or give more text"
+        )
+    scores, idx = csls_topk(
+        src_vectors.get(src_ids), tgt_vectors.get(tgt_ids), k=k, topn=1, backend=backend
+    )
+    return TokenDictionary(src_ids, tgt_ids[idx[:, 0].cpu()], scores[:, 0].cpu())
+
+
+def layer_vectors(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    layer: int,
+    texts: Sequence[str],
+    token_ids: torch.Tensor,
+    lang: str | None,
+    max_length: int = 128,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> TokenVectors:
+    """Token vectors of ``layer``: the embedding table for 0, else context averages of
+    ``token_ids`` over ``texts``."""
+    if layer == 0:
+        return embedding_layer(model)
+    return contextual_token_vectors(
+        model, tokenizer, texts, [layer], token_ids, lang, max_length, batch_size, progress
+    )[layer]
+
+
+@dataclass
+class Induction:
+    """Both directions of an induced dictionary and what they were induced from."""
+
+    forward: TokenDictionary
+    backward: TokenDictionary
+    src_vocab: torch.Tensor
+    tgt_vocab: torch.Tensor
+    seconds: float
+
+
+def induce_from_model(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    src_texts: Sequence[str],
+    tgt_texts: Sequence[str],
+    src_lang: str,
+    tgt_lang: str,
+    layer: int = 0,
+    threshold: int = 100,
+    other_max: int = 0,
+    k: int = 10,
+    context_sentences: int = 2000,
+    max_length: int = 128,
+    backend: str = "torch",
+    progress: bool = False,
+) -> Induction:
+    """Language-specific vocabularies of the two texts, then CSLS translations in both
+    directions from ``layer``. Contextual layers average over the first ``context_sentences``
+    lines of each text."""
+    start = time.perf_counter()
+    vocab = model.get_input_embeddings().weight.shape[0]
+    specials = sorted(set(tokenizer.all_special_ids))
+    src_vocab, tgt_vocab = language_specific_vocab(
+        token_counts(tokenizer, src_texts, vocab),
+        token_counts(tokenizer, tgt_texts, vocab),
+        threshold,
+        other_max,
+        specials,
+    )
+    if len(src_vocab) == 0 or len(tgt_vocab) == 0:
+        raise CrossalignError(
+            f"language-specific vocabularies are empty ({src_lang} {len(src_vocab)}, {tgt_lang} "
+            f"{len(tgt_vocab)} tokens with frequency > {threshold}); lower the threshold or give "
+            f"more text"
+        )
+    was_training = model.training
+    src_vec = layer_vectors(
+        model,
+        tokenizer,
+        layer,
+        src_texts[:context_sentences],
+        src_vocab,
+        src_lang,
+        max_length,
+        progress=progress,
+    )
+    tgt_vec = layer_vectors(
+        model,
+        tokenizer,
+        layer,
+        tgt_texts[:context_sentences],
+        tgt_vocab,
+        tgt_lang,
+        max_length,
+        progress=progress,
+    )
+    model.train(was_training)
+    forward = induce(src_vec, tgt_vec, src_vocab, tgt_vocab, k, backend)
+    backward = induce(tgt_vec, src_vec, tgt_vocab, src_vocab, k, backend)
+    return Induction(forward, backward, src_vocab, tgt_vocab, time.perf_counter() - start)

@@ -1,0 +1,418 @@
+"""Code-switched masked LM from self-induced dictionaries (Lu et al. 2023, "Improve
+Multilingual Pre-Training Using Monolingual Corpora Only", §3).
+
+Code-switching transforms the inputs of masked LM; the model is unchanged. Both objectives mask
+a monolingual block as MLM does, switch some of its *unmasked context* tokens into another
+language, and train on both inputs with the same labels:
+
+    loss = MLM(original) + MLM(code-switched)
+
+The original-input part is reported as ``lm_loss`` (the only part perplexity uses), the other
+as ``cs_loss``. Switching considers the context tokens of the block's language-specific
+vocabulary with respect to the partner language (``crossalign.lexicon.vocab``) and switches
+each with probability min(1, switch_prob × context / eligible), so that ``switch_prob`` of the
+context tokens are switched when enough are eligible (``switch_frac`` reports the fraction).
+
+- ``tcs_mlm`` (token code-switching): a switched token becomes its translation in a dictionary
+  induced from the starting model (CSLS between the two languages' language-specific
+  vocabularies, from the embedding layer or a layer's context-averaged hidden states),
+  re-induced from the current model every ``refresh_every`` optimizer steps.
+- ``scs_mlm`` (semantic code-switching): from the original pass, the output distribution at a
+  switched position gives x̂ = Σ p_i e(t_i) over its top-k tokens (probabilities renormalised
+  over the k); CSLS of x̂ against the partner's language-specific vocabulary gives the top-k
+  candidates c_j with weights softmax(CSLS / temperature); ŷ = Σ w_j e(c_j) replaces the
+  token's input embedding (``inputs_embeds``). The candidates' neighbourhood terms r_S(y) are
+  cached and refreshed with the dictionary; r_T(x̂) is computed on the fly.
+
+With several languages, each block switches into one partner language drawn per batch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from transformers import PreTrainedModel
+
+from crossalign.data.masking import IGNORE_INDEX
+from crossalign.errors import CrossalignError
+from crossalign.lexicon.csls import neighbourhood_means, unit
+from crossalign.lexicon.induce import induce, layer_vectors
+from crossalign.lexicon.vocab import language_specific_vocab, token_counts
+from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
+from crossalign.objectives.mlm import MaskedLM, encode, masked_lm_logits, masked_lm_loss
+
+if TYPE_CHECKING:
+    from crossalign.config import RunConfig
+
+
+def switch_positions(
+    eligible: torch.Tensor, context: torch.Tensor, switch_prob: float, generator: torch.Generator
+) -> torch.Tensor:
+    """Bool [B, L]: eligible positions switched with probability
+    min(1, switch_prob × |context| / |eligible|), i.e. ``switch_prob`` of the context tokens in
+    expectation when enough are eligible. eligible ⊆ context, both bool [B, L]."""
+    n_eligible = int(eligible.sum())
+    if n_eligible == 0:
+        return eligible.clone()
+    p = min(1.0, switch_prob * int(context.sum()) / n_eligible)
+    return eligible & (torch.rand(eligible.shape, generator=generator) < p)
+
+
+class CodeSwitchMLM(MaskedLM):
+    """Shared parts: language-specific vocabularies, partner choice, context selection, loss."""
+
+    data = "mono"
+
+    def __init__(
+        self,
+        ctx: TokenContext,
+        mask_prob: float = 0.15,
+        replace_probs: tuple = (0.8, 0.1),
+        switch_prob: float = 0.15,
+        threshold: int = 100,
+        other_max: int = 0,
+        csls_k: int = 10,
+        refresh_every: int = 0,
+        max_sentences: int = 100_000,
+    ) -> None:
+        super().__init__(ctx, mask_prob, replace_probs)
+        if not 0.0 <= switch_prob <= 1.0:
+            raise CrossalignError(f"switch_prob={switch_prob} must be in [0, 1]")
+        if ctx.tokenizer is None:
+            raise CrossalignError("code-switching needs the run's tokenizer in its TokenContext")
+        self.switch_prob = switch_prob
+        self.threshold = threshold
+        self.other_max = other_max
+        self.csls_k = csls_k
+        self.refresh_every = refresh_every
+        self.max_sentences = max_sentences
+        self.grad_accum = 1
+        self.texts: dict[str, list[str]] = {}
+        self.languages: list[str] = []
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+        self.register_buffer("specific", torch.zeros(0, 0, ctx.vocab_size, dtype=torch.bool), False)
+
+    def check_config(self, cfg: RunConfig) -> None:
+        """Needs monolingual text of at least two languages; remembers it for ``start``."""
+        from crossalign.data.prepare import read_sources, resolve_sources
+
+        sources = resolve_sources(cfg.data)
+        if len(sources.mono) < 2:
+            raise CrossalignError(
+                f"code-switching needs monolingual text of at least two languages (data.mono "
+                f"or data.corpus); the run has: {', '.join(sources.mono) or 'none'}"
+            )
+        mono = read_sources(type(sources)(mono=sources.mono)).mono
+        self.texts = {lang: lines[: self.max_sentences] for lang, lines in mono.items()}
+        self.grad_accum = cfg.train.grad_accum
+
+    def set_texts(self, texts: dict[str, list[str]]) -> None:
+        """The monolingual text of each language that vocabularies are counted on."""
+        self.texts = {lang: list(lines[: self.max_sentences]) for lang, lines in texts.items()}
+
+    def build_vocabularies(self) -> None:
+        """``specific[a, b]``: bool [V] of the tokens specific to language a against b."""
+        if len(self.texts) < 2:
+            raise CrossalignError("code-switching needs text of at least two languages")
+        self.languages = sorted(self.texts)
+        tok, size = self.ctx.tokenizer, self.ctx.vocab_size
+        counts = {lang: token_counts(tok, self.texts[lang], size) for lang in self.languages}
+        n = len(self.languages)
+        specific = torch.zeros(n, n, size, dtype=torch.bool)
+        for a, la in enumerate(self.languages):
+            for b, lb in enumerate(self.languages):
+                if a < b:
+                    ia, ib = language_specific_vocab(
+                        counts[la], counts[lb], self.threshold, self.other_max, self.ctx.special_ids
+                    )
+                    if len(ia) == 0 or len(ib) == 0:
+                        raise CrossalignError(
+                            f"no language-specific tokens for {la}-{lb} ({len(ia)} and {len(ib)}"
+                            f" with frequency > {self.threshold}); lower the threshold option"
+                        )
+                    specific[a, b, ia] = True
+                    specific[b, a, ib] = True
+        self.specific = specific.to(self.calls.device)
+
+    def start(self, model: PreTrainedModel) -> None:
+        """Vocabularies from the run's text, then the model-dependent state (``refresh``)."""
+        self.build_vocabularies()
+        self.refresh(model)
+
+    def refresh(self, model: PreTrainedModel) -> None:
+        """Recompute the state that depends on the model's embeddings."""
+        raise NotImplementedError
+
+    def _maybe_refresh(self, model: PreTrainedModel) -> None:
+        """Count training micro-batches; refresh every ``refresh_every`` optimizer steps."""
+        if not self.training:
+            return
+        self.calls += 1
+        period = self.refresh_every * self.grad_accum
+        if period and int(self.calls) % period == 0:
+            self.refresh(model)
+
+    def _index(self, lang: str) -> int:
+        if lang not in self.languages:
+            raise CrossalignError(f"code-switching has no vocabulary for language '{lang}'")
+        return self.languages.index(lang)
+
+    def _partner(self, lang: str, generator: torch.Generator) -> tuple[int, int]:
+        """(index of ``lang``, index of a partner language drawn with ``generator``)."""
+        a = self._index(lang)
+        others = [b for b in range(len(self.languages)) if b != a]
+        return a, others[int(torch.randint(len(others), (1,), generator=generator))]
+
+    def collate_switch(
+        self, raw: RawBatch, generator: torch.Generator, translatable: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], int]:
+        """MLM batch plus ``switch`` (bool [B, L]), ``switch_frac`` and, with language
+        embeddings, ``cs_token_type_ids`` (the partner's id at switched positions).
+        ``translatable`` [n_lang, V] bool: per partner, tokens that may switch."""
+        a, b = self._partner(raw.source, generator)
+        batch = MaskedLM.collate(self, raw, generator)
+        ids = torch.from_numpy(raw.blocks.astype("int64"))
+        context = (batch["labels"] == IGNORE_INDEX) & batch["attention_mask"].bool()
+        context &= ~torch.isin(ids, torch.tensor(self.ctx.special_ids))
+        eligible = context & translatable[b][ids]
+        switch = switch_positions(eligible, context, self.switch_prob, generator)
+        batch["switch"] = switch
+        batch["switch_frac"] = switch.sum() / context.sum().clamp(min=1)
+        if self.ctx.languages:
+            lang_b = self.ctx.language_id(self.languages[b])
+            batch["cs_token_type_ids"] = torch.where(switch, lang_b, batch["token_type_ids"])
+        return batch, b
+
+    def loss(self, batch, outputs):
+        """MLM(original) + MLM(code-switched) on the same labels; ``outputs`` are the logits
+        [2N, V] of the N predicted positions, original rows first."""
+        labels = batch["labels"][batch["labels"] != IGNORE_INDEX]
+        n = labels.shape[0]
+        lm_loss, ntok = masked_lm_loss(outputs[:n], labels)
+        cs_loss, _ = masked_lm_loss(outputs[n:], labels)
+        metrics = {"lm_loss": lm_loss.detach(), "cs_loss": cs_loss.detach()}
+        metrics["switch_frac"] = batch["switch_frac"].float()
+        return lm_loss + cs_loss, ntok, metrics
+
+
+@OBJECTIVES.register("tcs_mlm")
+class TokenCodeSwitchMLM(CodeSwitchMLM):
+    """Token code-switched MLM: context tokens replaced by self-induced dictionary translations."""
+
+    def __init__(
+        self,
+        ctx: TokenContext,
+        mask_prob: float = 0.15,
+        replace_probs: tuple = (0.8, 0.1),
+        switch_prob: float = 0.15,
+        threshold: int = 100,
+        other_max: int = 0,
+        csls_k: int = 10,
+        refresh_every: int = 0,
+        max_sentences: int = 100_000,
+        layer: int = 0,
+        context_sentences: int = 2000,
+    ) -> None:
+        super().__init__(
+            ctx,
+            mask_prob,
+            replace_probs,
+            switch_prob,
+            threshold,
+            other_max,
+            csls_k,
+            refresh_every,
+            max_sentences,
+        )
+        self.layer = layer
+        self.context_sentences = context_sentences
+        # translations[a, b, t]: the id of token t of language a in language b, or -1
+        self.register_buffer("translations", torch.zeros(0, 0, ctx.vocab_size, dtype=torch.long))
+
+    @torch.no_grad()
+    def refresh(self, model: PreTrainedModel) -> None:
+        """Induce every ordered pair's dictionary from the model's current ``layer``."""
+        n, size = len(self.languages), self.ctx.vocab_size
+        was_training = model.training
+        vectors = {
+            lang: layer_vectors(
+                model,
+                self.ctx.tokenizer,
+                self.layer,
+                self.texts[lang][: self.context_sentences],
+                self.specific[a].any(dim=0).nonzero().squeeze(1).cpu(),
+                lang,
+            )
+            for a, lang in enumerate(self.languages)
+        }
+        model.train(was_training)
+        table = torch.full((n, n, size), -1, dtype=torch.long)
+        for a, la in enumerate(self.languages):
+            for b, lb in enumerate(self.languages):
+                if a != b:
+                    src = self.specific[a, b].nonzero().squeeze(1)
+                    tgt = self.specific[b, a].nonzero().squeeze(1)
+                    found = induce(vectors[la], vectors[lb], src, tgt, self.csls_k)
+                    table[a, b] = found.table(size)
+        self.translations = table.to(self.calls.device)
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """MLM masking, then ``cs_input_ids``: the masked inputs with switched context tokens
+        replaced by their translations (masked positions kept). All [B, L]."""
+        a = self._index(raw.source)
+        batch, b = self.collate_switch(raw, generator, self.translations[a].cpu() >= 0)
+        ids = torch.from_numpy(raw.blocks.astype("int64"))
+        translated = self.translations[a, b].cpu()[ids]
+        batch["cs_input_ids"] = torch.where(batch["switch"], translated, batch["input_ids"])
+        return batch
+
+    def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One encoder pass over the original and code-switched inputs stacked as [2B, L];
+        logits [2N, V] at the predicted positions (original rows first)."""
+        self._maybe_refresh(model)
+        both = {
+            "input_ids": torch.cat([batch["input_ids"], batch["cs_input_ids"]]),
+            "attention_mask": batch["attention_mask"].repeat(2, 1),
+            "position_ids": batch["position_ids"].repeat(2, 1),
+        }
+        if "token_type_ids" in batch:
+            both["token_type_ids"] = torch.cat(
+                [batch["token_type_ids"], batch["cs_token_type_ids"]]
+            )
+        hidden = encode(model, both)
+        selected = (batch["labels"] != IGNORE_INDEX).repeat(2, 1)
+        return masked_lm_logits(model, hidden, selected)
+
+
+@torch.no_grad()
+def soft_translations(
+    logits: torch.Tensor,
+    embeddings: torch.Tensor,
+    candidates: torch.Tensor,
+    r_candidates: torch.Tensor,
+    top_k: int = 8,
+    csls_k: int = 10,
+    temperature: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The weights and token ids whose embedding mixture ŷ = Σ_j w_j e(c_j) replaces each of N
+    switched positions in SCS-MLM.
+
+    logits [N, V]: output logits at the positions; embeddings [V, H]: the input embedding
+    table; candidates [M] long: the partner language's language-specific token ids;
+    r_candidates [M]: their cached CSLS terms r_S(y).
+
+    x̂ = Σ_{i ≤ k} p̃_i e(t_i) over the k most probable tokens (probabilities renormalised);
+    CSLS(x̂, y) = 2 cos(x̂, y) - r_T(x̂) - r_S(y), with r_T(x̂) the mean cosine of x̂ with its
+    ``csls_k`` nearest candidates; w = softmax(CSLS_j / temperature) over the k best
+    candidates c_j. Returns (w [N, k] float32, c [N, k] token ids).
+    """
+    # the top-k probabilities renormalised over the k equal a softmax of the top-k logits
+    top_logits, top = logits.float().topk(top_k, dim=-1)
+    probs = top_logits.softmax(dim=-1)
+    x_hat = torch.einsum("nk,nkh->nh", probs, embeddings[top].float())
+    cos = unit(x_hat) @ unit(embeddings[candidates]).T  # [N, M]
+    r_x = cos.topk(min(csls_k, cos.shape[1]), dim=1).values.mean(dim=1)
+    csls = 2 * cos - r_x[:, None] - r_candidates[None, :].float()
+    scores, best = csls.topk(min(top_k, cos.shape[1]), dim=1)
+    return (scores / temperature).softmax(dim=-1), candidates[best]
+
+
+@OBJECTIVES.register("scs_mlm")
+class SemanticCodeSwitchMLM(CodeSwitchMLM):
+    """Semantic code-switched MLM: context embeddings replaced by soft CSLS translations."""
+
+    def __init__(
+        self,
+        ctx: TokenContext,
+        mask_prob: float = 0.15,
+        replace_probs: tuple = (0.8, 0.1),
+        switch_prob: float = 0.15,
+        threshold: int = 100,
+        other_max: int = 0,
+        csls_k: int = 10,
+        refresh_every: int = 0,
+        max_sentences: int = 100_000,
+        top_k: int = 8,
+        temperature: float = 1.0,
+    ) -> None:
+        super().__init__(
+            ctx,
+            mask_prob,
+            replace_probs,
+            switch_prob,
+            threshold,
+            other_max,
+            csls_k,
+            refresh_every,
+            max_sentences,
+        )
+        if top_k < 1 or temperature <= 0:
+            raise CrossalignError(f"scs_mlm: top_k={top_k} must be >= 1, temperature > 0")
+        self.top_k = top_k
+        self.temperature = temperature
+        # r_terms[a, b, y]: CSLS term r_S(y) of b's specific token y against a's specific tokens
+        self.register_buffer("r_terms", torch.zeros(0, 0, ctx.vocab_size))
+
+    @torch.no_grad()
+    def refresh(self, model: PreTrainedModel) -> None:
+        """Recompute the neighbourhood terms r_S(y) of every partner's candidate tokens from
+        the current input embeddings."""
+        table = model.get_input_embeddings().weight.detach()
+        n = len(self.languages)
+        terms = torch.zeros(n, n, self.ctx.vocab_size, device=table.device)
+        specific = self.specific.to(table.device)
+        for a in range(n):
+            for b in range(n):
+                if a != b:
+                    src = specific[a, b].nonzero().squeeze(1)
+                    tgt = specific[b, a].nonzero().squeeze(1)
+                    terms[a, b, tgt] = neighbourhood_means(table[tgt], table[src], self.csls_k)
+        self.r_terms = terms.to(self.calls.device)
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """MLM masking plus ``switch`` [B, L] (context tokens of the block's specific
+        vocabulary to replace) and ``pair`` [2] (language indices: block, partner)."""
+        a = self._index(raw.source)
+        batch, b = self.collate_switch(raw, generator, self.specific[a].cpu())
+        batch["pair"] = torch.tensor([a, b])
+        return batch
+
+    def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The original pass (with gradients) gives, detached, the output distribution at
+        switched positions; a second pass runs on ``inputs_embeds`` with ŷ at those positions.
+        Returns logits [2N, V] at the predicted positions of both passes."""
+        self._maybe_refresh(model)
+        selected = batch["labels"] != IGNORE_INDEX
+        switch = batch["switch"]
+        ids = batch["input_ids"]
+        hidden = encode(model, batch)
+        embedding = model.get_input_embeddings()
+        a, b = int(batch["pair"][0]), int(batch["pair"][1])
+        candidates = self.specific[b, a].nonzero().squeeze(1)
+        with torch.no_grad():
+            weights, chosen = soft_translations(
+                masked_lm_logits(model, hidden.detach(), switch),
+                embedding.weight,
+                candidates,
+                self.r_terms[a, b, candidates],
+                self.top_k,
+                self.csls_k,
+                self.temperature,
+            )
+        # one lookup for the inputs and the chosen candidates: one embedding gradient
+        rows = embedding(torch.cat([ids.flatten(), chosen.flatten()]))
+        embeds = rows[: ids.numel()].view(*ids.shape, rows.shape[-1])
+        mixed = rows[ids.numel() :].view(*chosen.shape, rows.shape[-1])
+        y_hat = torch.einsum("nk,nkh->nh", weights.to(mixed.dtype), mixed)
+        embeds = embeds.index_put(switch.nonzero(as_tuple=True), y_hat)
+        kwargs = {
+            "inputs_embeds": embeds,
+            "attention_mask": batch["attention_mask"],
+            "position_ids": batch["position_ids"],
+        }
+        if "cs_token_type_ids" in batch:
+            kwargs["token_type_ids"] = batch["cs_token_type_ids"]
+        switched = model.base_model(**kwargs).last_hidden_state
+        # one head call for both passes (original rows first)
+        return masked_lm_logits(model, torch.cat([hidden, switched]), selected.repeat(2, 1))

@@ -1,0 +1,145 @@
+"""BLI Hit@k, the evaluation word set, RSIM and mean cosine on constructed embeddings."""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from crossalign.evals.bli import BLISet, bli_scores, build_bli_set, hits_at, normalise_word
+from crossalign.evals.rsim import mean_cosine, rsim
+from crossalign.lexicon.embed import TokenVectors, word_vectors
+
+from .test_csls import small_rotation
+
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+
+
+def make_tokenizer(words: list[str]) -> PreTrainedTokenizerFast:
+    """A unigram tokenizer in XLM-R's conventions whose whole-word pieces are ``▁w`` for each
+    of ``words``; anything else falls back to single letters (after a lone ``▁``)."""
+    pieces = [(p, 0.0) for p in SPECIALS] + [("▁", -2.0)]
+    pieces += [(f"▁{w}", -1.0) for w in words]
+    pieces += [(c, -5.0) for c in string.ascii_letters]
+    tok = Tokenizer(models.Unigram(pieces, unk_id=3, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        pad_token="<pad>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        mask_token="<mask>",
+        cls_token="<s>",
+        sep_token="</s>",
+    )
+
+
+def test_tokenizer_helper_splits_as_expected():
+    tok = make_tokenizer(["house", "Haus"])
+    assert tok.convert_ids_to_tokens(
+        tok("house Haus ab", add_special_tokens=False)["input_ids"]
+    ) == ["▁house", "▁Haus", "▁", "a", "b"]
+
+
+def test_word_vectors_whole_and_mean():
+    tok = make_tokenizer(["hund", "Hund", "Haus", "house"])
+    size = len(tok)
+    table = torch.randn(size, 4, generator=torch.Generator().manual_seed(0))
+    vec = TokenVectors(table, torch.arange(size))
+    ids = tok.convert_tokens_to_ids
+    kept, out = word_vectors(tok, ["hund", "haus", "ab", "house"], vec, "whole")
+    assert kept == [0, 1, 3]
+    assert torch.allclose(out[0], (table[ids("▁hund")] + table[ids("▁Hund")]) / 2)
+    assert torch.allclose(out[1], table[ids("▁Haus")])  # only the capitalised form is a token
+    kept, out = word_vectors(tok, ["ab", "haus"], vec, "mean")
+    assert kept == [0, 1]
+    assert torch.allclose(out[0], (table[ids("a")] + table[ids("b")]) / 2)  # lone ▁ dropped
+    assert torch.allclose(out[1], table[ids("▁Haus")])  # the form with the fewest pieces
+    # a token without a vector makes its form unusable
+    row_of = torch.arange(size)
+    row_of[ids("▁Haus")] = -1
+    kept, _ = word_vectors(tok, ["haus", "hund"], TokenVectors(table, row_of), "whole")
+    assert kept == [1]
+
+
+def test_build_bli_set_gold_and_candidates():
+    tok = make_tokenizer(["cat", "dog", "tree", "Katze", "hund", "baum", "haus"])
+    size = len(tok)
+    vec = TokenVectors(
+        torch.randn(size, 4, generator=torch.Generator().manual_seed(1)), torch.arange(size)
+    )
+    test = [("cat", "katze"), ("cat", "mieze"), ("dog", "hund"), ("tree", "xyz"), ("sun", "sonne")]
+    bli = build_bli_set(tok, vec, vec, test, ["katze", "hund", "haus", "mieze", "baum"], "whole")
+    # mieze and xyz have no single-token form; sun is not a token; tree has no gold candidate
+    assert bli.src_words == ["cat", "dog"]
+    assert bli.tgt_words == ["katze", "hund", "haus", "baum"]
+    assert bli.gold == [[0], [1]]
+    assert bli.first_pairs()[1].shape == (2, 4)
+    capped = build_bli_set(tok, vec, vec, test, ["katze", "hund"], "whole", max_words=1, seed=3)
+    assert len(capped.src_words) == 1
+
+
+def test_normalise_word_strips_arabic_marks_only():
+    assert normalise_word("الزّاهد") == "الزاهد"
+    assert normalise_word("Haus") == "haus"
+    assert normalise_word("असामान्य") == "असामान्य"  # Devanagari vowel signs are kept
+
+
+def test_hits_at_hand_computed():
+    pred = torch.tensor([[3, 1, 2], [0, 2, 1], [4, 4, 4]])
+    gold = [[1], [0, 5], [2]]
+    assert hits_at(pred, gold, (1, 2)) == {
+        "hit@1": pytest.approx(1 / 3),
+        "hit@2": pytest.approx(2 / 3),
+    }
+
+
+@pytest.mark.parametrize("method", ["csls", "nn"])
+def test_rotated_copy_gives_full_hit_and_rsim_one(method):
+    g = torch.Generator().manual_seed(2)
+    src = torch.randn(60, 24, generator=g)
+    tgt = src @ small_rotation(24, 0.2, g)
+    distractors = torch.randn(200, 24, generator=g)
+    bli = BLISet(
+        [f"s{i}" for i in range(60)],
+        [f"t{i}" for i in range(260)],
+        src,
+        torch.cat([tgt, distractors]),
+        [[i] for i in range(60)],
+    )
+    scores = bli_scores(bli, method, k=10)
+    assert scores["hit@1"] == 1.0 and scores["hit@5"] == 1.0
+    assert scores["words"] == 60 and scores["candidates"] == 260
+    assert rsim(*bli.first_pairs()) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_rsim_is_rotation_and_scale_invariant_but_hits_are_not():
+    g = torch.Generator().manual_seed(3)
+    src = torch.randn(50, 16, generator=g)
+    q, _ = torch.linalg.qr(torch.randn(16, 16, generator=g))  # an arbitrary rotation
+    tgt = 3.0 * src @ q
+    assert rsim(src, tgt) == pytest.approx(1.0, abs=1e-6)
+    bli = BLISet(list("x" * 50), list("y" * 50), src, tgt, [[i] for i in range(50)])
+    assert bli_scores(bli, "nn")["hit@1"] < 0.5  # a shared space is not rotation invariant
+
+
+def test_rsim_equals_loop_pearson():
+    g = torch.Generator().manual_seed(4)
+    src, tgt = torch.randn(12, 5, generator=g), torch.randn(12, 7, generator=g)
+
+    def cos(u, v):
+        return float(u @ v / (np.linalg.norm(u) * np.linalg.norm(v)))
+
+    s, t = src.double().numpy(), tgt.double().numpy()
+    a = [cos(s[i], s[j]) for i in range(12) for j in range(i + 1, 12)]
+    b = [cos(t[i], t[j]) for i in range(12) for j in range(i + 1, 12)]
+    assert rsim(src, tgt) == pytest.approx(np.corrcoef(a, b)[0, 1], abs=1e-6)
+    assert mean_cosine(src[:, :5], src[:, :5] * 2) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        rsim(src[:2], tgt[:2])

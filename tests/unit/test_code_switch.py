@@ -1,0 +1,218 @@
+"""TCS-MLM and SCS-MLM: switching positions, replacements, shapes, masking, finite losses, and
+the SCS replacement against a per-position loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from crossalign.data.masking import IGNORE_INDEX
+from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
+from crossalign.objectives.code_switch import soft_translations, switch_positions
+from crossalign.objectives.mlm import masked_lm_loss
+
+from .test_bli_rsim import make_tokenizer
+from .test_retrieval import tiny_model
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tiny"
+
+
+@pytest.fixture(scope="module")
+def setup():
+    texts = {lang: (FIXTURES / f"{lang}.txt").read_text().splitlines() for lang in ("en", "es")}
+    words = sorted({w for lines in texts.values() for line in lines for w in line.split()})
+    tok = make_tokenizer(words)
+    model = tiny_model(len(tok))
+    ctx = TokenContext(
+        pad_id=1,
+        mask_id=4,
+        cls_id=0,
+        sep_id=2,
+        special_ids=[0, 1, 2, 3, 4],
+        vocab_size=len(tok),
+        languages=[],
+        position_offset=0,
+        max_length=16,
+        tokenizer=tok,
+    )
+    return texts, tok, model, ctx
+
+
+def blocks(tok, lines: list[str], rows: int = 4, length: int = 16) -> RawBatch:
+    flat = [t for line in lines for t in tok(line, add_special_tokens=False)["input_ids"]]
+    return np.array(flat[: rows * length], dtype=np.int32).reshape(rows, length)
+
+
+def make(name: str, setup, **options):
+    texts, tok, model, ctx = setup
+    objective = OBJECTIVES.get(name)(ctx, threshold=0, switch_prob=0.5, **options)
+    objective.set_texts(texts)
+    objective.start(model)
+    return objective
+
+
+def test_registered():
+    assert {"tcs_mlm", "scs_mlm"} <= set(OBJECTIVES.names())
+
+
+def test_switch_positions_rate_and_subset():
+    g = torch.Generator().manual_seed(0)
+    context = torch.rand(64, 64, generator=g) < 0.8
+    eligible = context & (torch.rand(64, 64, generator=g) < 0.5)
+    switch = switch_positions(eligible, context, 0.15, torch.Generator().manual_seed(1))
+    assert not (switch & ~eligible).any()
+    assert abs(switch.sum() / context.sum() - 0.15) < 0.02
+    everything = switch_positions(eligible, context, 1.0, torch.Generator())
+    assert torch.equal(everything, eligible)  # capped at probability 1
+    none = torch.zeros_like(eligible)
+    assert not switch_positions(none, context, 0.15, torch.Generator()).any()
+
+
+def test_tcs_collate_replaces_only_context_tokens(setup):
+    texts, tok, model, ctx = setup
+    tcs = make("tcs_mlm", setup)
+    assert tcs.languages == ["en", "es"]
+    raw = RawBatch("en", blocks=blocks(tok, texts["en"]))
+    batch = tcs.collate(raw, torch.Generator().manual_seed(0))
+    ids = torch.from_numpy(raw.blocks.astype("int64"))
+    switch, selected = batch["switch"], batch["labels"] != IGNORE_INDEX
+    assert switch.any() and not (switch & selected).any()
+    table = tcs.translations[0, 1]
+    assert torch.equal(batch["cs_input_ids"][switch], table[ids[switch]])
+    assert torch.equal(batch["cs_input_ids"][~switch], batch["input_ids"][~switch])
+    assert tcs.specific[0, 1][ids[switch]].all()  # only English-specific tokens switch
+    es_vocab = tcs.specific[1, 0]
+    assert es_vocab[batch["cs_input_ids"][switch]].all()  # into Spanish-specific tokens
+    assert float(batch["switch_frac"]) == pytest.approx(
+        float(switch.sum() / ((~selected) & (ids > 4)).sum())
+    )
+
+
+def test_tcs_loss_is_mlm_plus_code_switched_mlm(setup):
+    texts, tok, model, ctx = setup
+    tcs = make("tcs_mlm", setup).eval()
+    batch = tcs.collate(RawBatch("es", blocks=blocks(tok, texts["es"])), torch.Generator())
+    logits = tcs(model, batch)
+    labels = batch["labels"][batch["labels"] != IGNORE_INDEX]
+    assert logits.shape == (2 * labels.numel(), len(tok))
+    loss, n, metrics = tcs.loss(batch, logits)
+    plain = OBJECTIVES.get("mlm")(ctx)
+    expected, _ = masked_lm_loss(plain(model, batch), labels)  # the original pass alone
+    assert torch.isfinite(loss) and int(n) == labels.numel()
+    assert float(metrics["lm_loss"]) == pytest.approx(expected.item(), abs=1e-5)
+    assert loss.item() == pytest.approx(float(metrics["lm_loss"] + metrics["cs_loss"]), abs=1e-5)
+
+
+def naive_semantic_switch(logits, emb, cands, r_c, top_k, csls_k, temperature):
+    """One position at a time, with plain Python where possible."""
+    out = []
+    for row in logits:
+        p = row.softmax(-1)
+        top = p.argsort(descending=True)[:top_k]
+        x = sum(p[t] / p[top].sum() * emb[t] for t in top)
+        cos = torch.stack([torch.cosine_similarity(x, emb[c], dim=0) for c in cands])
+        r_x = cos.sort(descending=True).values[:csls_k].mean()
+        csls = 2 * cos - r_x - r_c
+        best = csls.argsort(descending=True)[:top_k]
+        w = (csls[best] / temperature).softmax(-1)
+        out.append(sum(w[j] * emb[cands[best[j]]] for j in range(len(best))))
+    return torch.stack(out)
+
+
+def semantic_switch(logits, emb, cands, r_c, top_k, csls_k, temperature):
+    """ŷ from ``soft_translations``: the weighted mixture of the chosen candidates."""
+    weights, chosen = soft_translations(logits, emb, cands, r_c, top_k, csls_k, temperature)
+    return torch.einsum("nk,nkh->nh", weights, emb[chosen])
+
+
+def test_soft_translations_equal_loop():
+    g = torch.Generator().manual_seed(5)
+    emb = torch.randn(50, 8, generator=g)
+    logits = torch.randn(7, 50, generator=g)
+    cands = torch.arange(20, 40)
+    r_c = torch.rand(20, generator=g)
+    weights, chosen = soft_translations(logits, emb, cands, r_c, top_k=4, csls_k=3)
+    assert weights.shape == chosen.shape == (7, 4)
+    assert ((chosen >= 20) & (chosen < 40)).all()
+    assert torch.allclose(weights.sum(dim=1), torch.ones(7))
+    y = semantic_switch(logits, emb, cands, r_c, 4, 3, 0.5)
+    assert torch.allclose(y, naive_semantic_switch(logits, emb, cands, r_c, 4, 3, 0.5), atol=1e-5)
+    rows = torch.cat(
+        [semantic_switch(logits[i : i + 1], emb, cands, r_c, 4, 3, 0.5) for i in range(7)]
+    )
+    assert torch.allclose(y, rows, atol=1e-6)  # batched == per position
+
+
+def test_scs_forward_shapes_masking_and_replacement(setup):
+    texts, tok, model, ctx = setup
+    scs = make("scs_mlm", setup, top_k=3).eval()
+    batch = scs.collate(RawBatch("en", blocks=blocks(tok, texts["en"])), torch.Generator())
+    switch, selected = batch["switch"], batch["labels"] != IGNORE_INDEX
+    assert switch.any() and not (switch & selected).any()
+    assert batch["pair"].tolist() == [0, 1]
+    logits = scs(model, batch)
+    n = int(selected.sum())
+    assert logits.shape == (2 * n, len(tok))
+    loss, _, metrics = scs.loss(batch, logits)
+    assert torch.isfinite(loss) and metrics["cs_loss"] != metrics["lm_loss"]
+    model.zero_grad()
+    loss.backward()
+    assert model.get_input_embeddings().weight.grad.abs().sum() > 0
+    model.zero_grad()
+    # the second pass equals the model run on hand-built input embeddings
+    with torch.no_grad():
+        hidden = model.base_model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).last_hidden_state
+        cands = scs.specific[1, 0].nonzero().squeeze(1)
+        y = semantic_switch(
+            model.cls(hidden[switch]),
+            model.get_input_embeddings().weight,
+            cands,
+            scs.r_terms[0, 1, cands],
+            3,
+            10,
+            1.0,
+        )
+        embeds = model.get_input_embeddings()(batch["input_ids"])
+        embeds[switch] = y
+        out = model.base_model(inputs_embeds=embeds, attention_mask=batch["attention_mask"])
+        expected = model.cls(out.last_hidden_state[selected])
+    assert torch.allclose(logits[n:], expected, atol=1e-4)
+
+
+def test_scs_without_switches_repeats_the_original(setup):
+    texts, tok, model, ctx = setup
+    scs = make("scs_mlm", setup).eval()
+    batch = scs.collate(RawBatch("es", blocks=blocks(tok, texts["es"])), torch.Generator())
+    batch["switch"] = torch.zeros_like(batch["switch"])
+    logits = scs(model, batch)
+    n = logits.shape[0] // 2
+    assert torch.allclose(logits[:n], logits[n:], atol=1e-5)
+
+
+def test_refresh_follows_the_model(setup):
+    texts, tok, model, ctx = setup
+    tcs = make("tcs_mlm", setup, refresh_every=2).train()
+    src = tcs.specific[0, 1].nonzero().squeeze(1)
+    tgt = tcs.specific[1, 0].nonzero().squeeze(1)
+    before = tcs.translations.clone()
+    weight = model.get_input_embeddings().weight
+    saved = weight.detach().clone()
+    try:
+        m = min(len(src), len(tgt))
+        with torch.no_grad():  # Spanish token i becomes a copy of English token i
+            weight[tgt[:m]] = weight[src[:m]]
+        batch = tcs.collate(RawBatch("en", blocks=blocks(tok, texts["en"])), torch.Generator())
+        tcs(model, batch)
+        assert torch.equal(tcs.translations, before) and int(tcs.calls) == 1
+        tcs(model, batch)
+        assert int(tcs.calls) == 2
+        assert not torch.equal(tcs.translations, before)
+        assert torch.equal(tcs.translations[0, 1][src[:m]], tgt[:m])
+    finally:
+        with torch.no_grad():
+            weight.copy_(saved)
