@@ -17,6 +17,7 @@ from transformers import PreTrainedModel
 
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, TokenContext
+from crossalign.objectives.dict_mlm import dictionary_token_ids
 from crossalign.objectives.mlm import MaskedLM
 
 
@@ -50,16 +51,7 @@ class AlignMLM(MaskedLM):
         replace_probs: tuple = (0.8, 0.1),
     ) -> None:
         super().__init__(ctx, mask_prob, replace_probs)
-        from crossalign.data.derive import token_dictionary
-
-        if not dictionary:
-            raise CrossalignError(
-                "objective align_mlm needs option 'dictionary': a MUSE file of token pairs, e.g. "
-                "{name: align_mlm, dictionary: data/derived/trans+inv/dictionary/train.txt}"
-            )
-        if ctx.tokenizer is None:
-            raise CrossalignError("objective align_mlm needs the run's tokenizer")
-        src, tgt, _ = token_dictionary(dictionary, ctx.tokenizer)
+        src, tgt = dictionary_token_ids("align_mlm", dictionary, ctx)
         pairs = [(a, b) for a, b in zip(src, tgt) if a != b]  # identical rows: cos = 1 always
         if not pairs:
             raise CrossalignError(f"{dictionary}: every pair maps a token to itself")

@@ -109,6 +109,26 @@ def dict_mask(
     return inputs, labels
 
 
+def dictionary_token_ids(
+    objective: str, dictionary: str | None, ctx: TokenContext
+) -> tuple[list[int], list[int]]:
+    """Source and target token ids of the MUSE token dictionary an objective was given.
+
+    Raises CrossalignError naming ``objective`` when the option is missing.
+    """
+    from crossalign.data.derive import token_dictionary
+
+    if not dictionary:
+        raise CrossalignError(
+            f"objective {objective} needs option 'dictionary': a MUSE file of token pairs, e.g. "
+            f"{{name: {objective}, dictionary: data/derived/trans+inv/dictionary/train.txt}}"
+        )
+    if ctx.tokenizer is None:
+        raise CrossalignError(f"objective {objective} needs the run's tokenizer")
+    src, tgt, _ = token_dictionary(dictionary, ctx.tokenizer)
+    return src, tgt
+
+
 @OBJECTIVES.register("dict_mlm")
 class DictMLM(MaskedLM):
     """DICT-MLM: masked tokens replaced by their dictionary translation half the time."""
@@ -125,16 +145,9 @@ class DictMLM(MaskedLM):
         replace_probs: tuple = (0.8, 0.1),
     ) -> None:
         super().__init__(ctx, mask_prob, replace_probs)
-        from crossalign.data.derive import read_vocab, token_dictionary
+        from crossalign.data.derive import read_vocab
 
-        if not dictionary:
-            raise CrossalignError(
-                "objective dict_mlm needs option 'dictionary': a MUSE file of token pairs, e.g. "
-                "{name: dict_mlm, dictionary: data/derived/trans+inv/dictionary/train.txt}"
-            )
-        if ctx.tokenizer is None:
-            raise CrossalignError("objective dict_mlm needs the run's tokenizer")
-        src, tgt, _ = token_dictionary(dictionary, ctx.tokenizer)
+        src, tgt = dictionary_token_ids("dict_mlm", dictionary, ctx)
         self.translate_prob = translate_prob
         # Masking runs in collate on the CPU: plain CPU tensors, not buffers.
         self.offsets, self.targets = translation_table(
