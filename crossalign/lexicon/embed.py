@@ -29,6 +29,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.vocab import token_counts
+from crossalign.models.build import max_input_length
 
 WORD_MODES = ("whole", "mean")
 
@@ -136,6 +137,7 @@ def contextual_token_vectors(
     sums = torch.zeros(len(layers), int(wanted.sum()), model.config.hidden_size)
     counts = torch.zeros(int(wanted.sum()))
     type_id = language_type_id(model, lang)
+    max_length = min(max_length, max_input_length(model))
     batches = encode_batches(tokenizer, texts, max_length, batch_size)
     total = (len(texts) + batch_size - 1) // batch_size
     for _, enc in tqdm(batches, total=total, desc="hidden states", disable=not progress):

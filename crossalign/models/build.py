@@ -33,6 +33,11 @@ def position_offset(model: PreTrainedModel) -> int:
     return emb.padding_idx + 1 if getattr(emb, "padding_idx", None) is not None else 0
 
 
+def max_input_length(model: PreTrainedModel) -> int:
+    """Longest input (specials included) the model's position table can encode."""
+    return model.config.max_position_embeddings - position_offset(model)
+
+
 def model_languages(model: PreTrainedModel) -> list[str]:
     """The languages whose ids the model's language embeddings use ([] without them)."""
     return list(getattr(model.config, "crossalign_languages", []) or [])

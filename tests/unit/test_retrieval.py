@@ -80,3 +80,28 @@ def test_contextual_token_vectors_equal_loop():
     with pytest.raises(Exception, match="layer 3 does not exist"):
         contextual_token_vectors(model, tok, TEXTS, [3], wanted)
     assert embedding_layer(model).table.shape == (len(tok), 16)
+
+
+def test_long_texts_are_truncated_to_the_model_positions():
+    from pathlib import Path
+
+    from transformers import BertConfig, BertModel
+
+    from crossalign.config import TokenizerConfig
+    from crossalign.data.tokenizer import train_tokenizer
+    from crossalign.evals.retrieval import sentence_embeddings
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "tiny" / "en.txt"
+    lines = fixture.read_text().splitlines()
+    tokenizer = train_tokenizer({"en": lines}, TokenizerConfig(vocab_size=120))
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=12,
+    )
+    model = BertModel(config)
+    out = sentence_embeddings(model, tokenizer, [" ".join(lines)], max_length=128)
+    assert out.shape == (1, 16) and out.isfinite().all()
