@@ -32,8 +32,9 @@ from transformers import get_linear_schedule_with_warmup
 
 from crossalign.config import load_config
 from crossalign.data.batching import SourceSampler
+from crossalign.data.loader import derived_seed, raw_batch
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.train import _raw_batch, _seed, build_setup, train
+from crossalign.train import build_setup, train
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tiny"
 
@@ -101,8 +102,8 @@ def batches_for(cfg_overrides: list[str]):
         batches = {}
         for i, (name, obj) in enumerate(setup.objectives.items()):
             source, idx = samplers[name].draw(step, cfg.train.batch_size)
-            raw = _raw_batch(obj.data, source, examples[obj.data][source], idx)
-            gen = torch.Generator().manual_seed(_seed(cfg.train.seed, step, 0, 0, i))
+            raw = raw_batch(obj.data, source, examples[obj.data][source], idx)
+            gen = torch.Generator().manual_seed(derived_seed(cfg.train.seed, step, 0, 0, i))
             batches[name] = obj.collate(raw, gen)
         steps.append(batches)
     return cfg, setup, steps
@@ -153,11 +154,12 @@ def main() -> None:
         tmp = Path(tmp)
         # Train the tokenizer once; both loops then load it.
         base = load_config(None, overrides(args, settings["MLM"], tmp / "tok", None))
-        from crossalign.data.prepare import read_sources, resolve_sources
-        from crossalign.data.tokenizer import train_tokenizer
+        from crossalign.data.prepare import resolve_sources, tokenizer_sample
+        from crossalign.data.tokenizer import train_tokenizer_on
 
-        texts = read_sources(resolve_sources(base.data)).by_language()
-        train_tokenizer(texts, base.tokenizer, 0).save_pretrained(tmp / "tokenizer")
+        tc = base.tokenizer
+        sample = tokenizer_sample(resolve_sources(base.data), tc.alpha, tc.max_sentences, 0)
+        train_tokenizer_on(sample, tc).save_pretrained(tmp / "tokenizer")
         print(
             f"preset {args.preset}, batch {args.batch_size} x {args.max_length} tokens, "
             f"steps {args.steps}..{2 * args.steps}, {args.threads} thread(s)"

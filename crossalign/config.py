@@ -88,10 +88,24 @@ class DataConfig:
     max_valid_sequences: int = 512
     """Cap on held-out sequences per language (MLM) and pairs per language pair (TLM) used
     for validation loss."""
+    store: str | None = None
+    """A token store written by ``crossalign data tokenize``; it holds the run's sources (set
+    no other source) and, unless a tokenizer is given, the tokenizer."""
+    cache_dir: str | None = None
+    """Where stores built automatically from raw sources are kept and reused (default
+    ``$CROSSALIGN_CACHE/stores`` or ``~/.cache/crossalign/stores``)."""
+    num_proc: int = 1
+    """Processes that tokenize raw sources into the store when it is not yet cached."""
+    num_workers: int = 1
+    """DataLoader worker processes that read and collate batches (0: the training process)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
             raise CrossalignError(f"data.alpha={self.alpha} must be in [0, 1]")
+        if self.num_proc < 1:
+            raise CrossalignError(f"data.num_proc={self.num_proc} must be >= 1")
+        if self.num_workers < 0:
+            raise CrossalignError(f"data.num_workers={self.num_workers} must be >= 0")
         if self.max_length < 8:
             raise CrossalignError(f"data.max_length={self.max_length} is too small (>= 8)")
 

@@ -1,4 +1,5 @@
-"""Atomic writes: a failed or interrupted run never leaves a half-written output behind."""
+"""Atomic writes: a failed or interrupted run never leaves a half-written output behind; and
+reading the JSON files they leave."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from crossalign.errors import CrossalignError
 
 
 def _umask() -> int:
@@ -63,6 +66,14 @@ def write_lines_atomic(path: str | os.PathLike, lines: Iterator[str] | list[str]
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
     """Write ``obj`` as indented JSON to ``path`` atomically."""
     write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_json(path: str | os.PathLike, fix: str) -> Any:
+    """The JSON in ``path``; a file that is not UTF-8 JSON is an error naming it and ``fix``."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CrossalignError(f"{path}: not valid JSON ({e}); {fix}") from None
 
 
 def replace_dir(src: str | os.PathLike, dst: str | os.PathLike) -> None:

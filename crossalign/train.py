@@ -35,13 +35,30 @@ from crossalign.checkpoint import (
 )
 from crossalign.config import RunConfig, config_to_dict
 from crossalign.data.batching import SourceSampler
+from crossalign.data.loader import (
+    StepCollator,
+    StepPlan,
+    derived_seed,
+    finish_collation,
+    raw_batch,
+    step_loader,
+)
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.data.prepare import TokenizedData, read_sources, resolve_sources, tokenize_texts
-from crossalign.data.tokenizer import load_tokenizer, train_tokenizer
+from crossalign.data.prepare import (
+    TrainingData,
+    cached_store,
+    open_training_store,
+    resolve_sources,
+    tokenizer_sample,
+    training_data,
+)
+from crossalign.data.store import open_store
+from crossalign.data.streaming import StreamingText, is_streaming
+from crossalign.data.tokenizer import load_tokenizer, train_tokenizer_on
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, replace_dir, write_lines_atomic, write_text_atomic
 from crossalign.models.build import build_model
-from crossalign.objectives import OBJECTIVES, Objective, RawBatch, TokenContext
+from crossalign.objectives import OBJECTIVES, Objective, TokenContext
 from crossalign.objectives.mlm import MaskedLM
 from crossalign.objectives.tlm import TranslationLM
 from crossalign.registry import did_you_mean
@@ -81,7 +98,7 @@ class Setup:
     model: PreTrainedModel
     objectives: dict[str, Objective]
     weights: dict[str, float]
-    data: TokenizedData
+    data: TrainingData
 
 
 def _objectives(cfg: RunConfig, ctx: TokenContext) -> tuple[dict[str, Objective], dict]:
@@ -107,31 +124,53 @@ def _objectives(cfg: RunConfig, ctx: TokenContext) -> tuple[dict[str, Objective]
 def build_setup(
     cfg: RunConfig, resume_from: Path | None, accelerator: Accelerator | None = None
 ) -> Setup:
-    """Read data, get the tokenizer (resumed, loaded or trained), build model and objectives.
+    """Get the tokenizer (resumed, loaded, the store's or trained), the token store (given,
+    cached or built now), then the model and objectives.
 
-    A tokenizer is trained by the main process only and saved to ``run_dir/tokenizer``, where
-    the other processes load it, so every process uses the same one.
+    A tokenizer is trained, and a store built, by the main process only; the other processes
+    wait and then load the saved tokenizer and map the same store.
     """
-    sources = resolve_sources(cfg.data)
-    texts = read_sources(sources)
+    main = accelerator is None or accelerator.is_main_process
+    given_store = open_training_store(cfg.data, cfg.data.store) if cfg.data.store else None
+    sources = None if given_store else resolve_sources(cfg.data)
     if resume_from is not None:
         tokenizer = load_tokenizer(resume_from)
     elif cfg.model.path:
         tokenizer = load_tokenizer(cfg.tokenizer.path or cfg.model.path)
     elif cfg.tokenizer.path:
         tokenizer = load_tokenizer(cfg.tokenizer.path)
+    elif given_store is not None:
+        tokenizer = load_tokenizer(given_store.path / "tokenizer")
     else:
         saved = Path(cfg.run_dir) / "tokenizer"
-        if accelerator is None or accelerator.is_main_process:
-            tokenizer = train_tokenizer(texts.by_language(), cfg.tokenizer, cfg.train.seed)
+        if any(is_streaming(spec) for spec in sources.mono.values()):
+            raise CrossalignError(
+                "a streamed dataset cannot train the tokenizer: set tokenizer.path (or "
+                "model.path) to a trained one, e.g. from a run on a sample of the data"
+            )
+        if main:
+            tc = cfg.tokenizer
+            sample = tokenizer_sample(sources, tc.alpha, tc.max_sentences, cfg.train.seed)
+            tokenizer = train_tokenizer_on(sample, tc)
             with atomic_dir(saved) as tmp:
                 tokenizer.save_pretrained(tmp)
         if accelerator is not None:
             accelerator.wait_for_everyone()
             tokenizer = load_tokenizer(saved)
-    data = tokenize_texts(texts, tokenizer, cfg.data.max_length, cfg.data.max_valid_sequences)
+    store = given_store
+    if store is None:
+        # the main process builds (or finds) the store; the others then find it built
+        if main:
+            cached_store(sources, tokenizer, cfg.data.cache_dir, cfg.data.num_proc)
+        if accelerator is not None:
+            accelerator.wait_for_everyone()
+        store = open_store(cached_store(sources, tokenizer, cfg.data.cache_dir, progress=False))
+    streamed = {k: v for k, v in (sources.mono if sources else {}).items() if is_streaming(v)}
+    data = training_data(
+        store, tokenizer, cfg.data.max_length, cfg.data.max_valid_sequences, streamed
+    )
     model = build_model(
-        cfg.model, len(tokenizer), tokenizer.pad_token_id, sources.languages(), cfg.data.max_length
+        cfg.model, len(tokenizer), tokenizer.pad_token_id, data.languages(), cfg.data.max_length
     )
     ctx = TokenContext.for_model(
         tokenizer, model, cfg.data.max_length, cfg.model.language_embeddings
@@ -150,20 +189,8 @@ def build_setup(
     for objective in objectives.values():
         # Also on resume: the starting model is rebuilt identically before its state is
         # loaded, so ``start`` derives exactly what the original run derived.
-        objective.start(model)
+        objective.start(model, data)
     return Setup(tokenizer, model, objectives, weights, data)
-
-
-def _raw_batch(kind: str, source: str, examples, idx: np.ndarray) -> RawBatch:
-    """Examples ``idx`` of one source: rows of packed blocks, or pairs of a PairArray."""
-    if kind == "mono":
-        return RawBatch(source, blocks=examples[idx])
-    return RawBatch(source, pairs=[examples.pair(int(k)) for k in idx])
-
-
-def _seed(*parts: int) -> int:
-    """A generator seed derived from integers (the same on every process and run)."""
-    return int(np.random.SeedSequence(list(parts)).generate_state(1, np.uint64)[0] >> 1)
 
 
 def _to(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
@@ -235,7 +262,7 @@ class LogStats:
 def evaluate(
     accelerator: Accelerator,
     module: nn.Module,
-    data: TokenizedData,
+    data: TrainingData,
     batch_size: int,
     seed: int,
 ) -> dict[str, float]:
@@ -257,8 +284,8 @@ def evaluate(
                 for g, start in enumerate(range(0, n, batch_size * w)):
                     idx = np.arange(start, min(n, start + batch_size * w))[r::w]
                     real = len(idx) > 0
-                    raw = _raw_batch(kind, source, sources[source], idx if real else np.array([0]))
-                    gen = torch.Generator().manual_seed(_seed(seed, s_i, g, r))
+                    raw = raw_batch(kind, source, sources[source], idx if real else np.array([0]))
+                    gen = torch.Generator().manual_seed(derived_seed(seed, s_i, g, r))
                     batch = inner.heldout[name].collate(raw, gen)
                     if not real:
                         batch["labels"].fill_(IGNORE_INDEX)
@@ -311,11 +338,12 @@ def save_checkpoint(
     run_dir: Path,
     step: int,
     *,
-    samplers: dict[str, SourceSampler],
+    position: dict[str, dict[str, int]],
     keep: int,
 ) -> Path:
-    """Write ``checkpoints/step-N`` atomically (see ``crossalign.checkpoint``); every
-    process takes part (sharded optimizers save their own parts)."""
+    """Write ``checkpoints/step-N`` atomically (see ``crossalign.checkpoint``) with the data
+    ``position`` after step N; every process takes part (sharded optimizers save their own
+    parts)."""
     final = run_dir / "checkpoints" / checkpoint_name(step)
     tmp = final.with_name(f".{final.name}.tmp")
     if accelerator.is_main_process:
@@ -332,7 +360,7 @@ def save_checkpoint(
         model_state = {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
         inner.model.save_pretrained(tmp, state_dict=model_state)
         tokenizer.save_pretrained(tmp)
-        state = {"step": step, "data": {n: s.state_dict() for n, s in samplers.items()}}
+        state = {"step": step, "data": position}
         write_text_atomic(tmp / STATE, json.dumps(state, indent=2) + "\n")
         (tmp / MARKER).write_text("", encoding="utf-8")
         replace_dir(tmp, final)
@@ -383,21 +411,31 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
     module, optimizer = accelerator.prepare(module, optimizer)
     accelerator.register_for_checkpointing(scheduler)
     examples = {"mono": setup.data.mono, "parallel": setup.data.parallel}
+    streams = {
+        name: {k: v for k, v in examples[obj.data].items() if isinstance(v, StreamingText)}
+        for name, obj in setup.objectives.items()
+    }
     samplers = {
         name: SourceSampler(
-            {k: len(v) for k, v in examples[obj.data].items()}, cfg.data.alpha, tc.seed, i
+            {k: len(v) for k, v in examples[obj.data].items()},
+            cfg.data.alpha,
+            tc.seed,
+            i,
+            sequential=frozenset(streams[name]),
         )
         for i, (name, obj) in enumerate(setup.objectives.items())
     }
 
     step = 0
+    position = {n: s.state_dict() for n, s in samplers.items()}
     metrics_path = run_dir / "metrics.jsonl"
     if resume_from is not None:
         accelerator.load_state(str(resume_from / "trainer"))
         state = read_state(resume_from)
         step = int(state["step"])
+        position = state["data"]
         for name, sampler in samplers.items():
-            sampler.load_state_dict(state["data"].get(name, {}))
+            sampler.load_state_dict(position.get(name, {}))
         if main:
             _truncate_metrics(metrics_path, step)
             tqdm.write(f"resumed from {resume_from} at step {step}")
@@ -424,9 +462,11 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
         module,
         setup.tokenizer,
         run_dir,
-        samplers=samplers,
         keep=tc.keep_checkpoints,
     )
+    collator = StepCollator(setup.objectives, examples, tc.seed, rank, tc.grad_accum, per)
+    plan = StepPlan(samplers, step, tc.steps, tc.batch_size, streams, position)
+    loader = step_loader(collator, plan, cfg.data.num_workers)
     try:
         with open(metrics_path, "a", encoding="utf-8") if main else contextlib.nullcontext() as log:
 
@@ -435,21 +475,12 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                     log.write(json.dumps(record) + "\n")
                     log.flush()
 
-            while step < tc.steps:
-                draws = {n: samplers[n].draw(step, tc.batch_size) for n in names}
+            for item in loader:
                 step_loss = torch.zeros((), device=device)
-                for micro in range(tc.grad_accum):
-                    batches = {}
-                    lo = (rank * tc.grad_accum + micro) * per
-                    for i, (name, obj) in enumerate(setup.objectives.items()):
-                        source, idx = draws[name]
-                        raw = _raw_batch(
-                            obj.data, source, examples[obj.data][source], idx[lo : lo + per]
-                        )
-                        gen = torch.Generator().manual_seed(_seed(tc.seed, step, rank, micro, i))
-                        batch = obj.collate(raw, gen)
-                        tokens_seen += int(batch["attention_mask"].sum())
-                        batches[name] = _to(batch, device)
+                for micro, collated in enumerate(item.micro):
+                    batches = finish_collation(setup.objectives, collated)
+                    tokens_seen += sum(int(b["attention_mask"].sum()) for b in batches.values())
+                    batches = {n: _to(b, device) for n, b in batches.items()}
                     sync = micro == tc.grad_accum - 1
                     with contextlib.nullcontext() if sync else accelerator.no_sync(module):
                         results = module(batches)
@@ -463,6 +494,7 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
+                position = item.position
                 stats.steps += 1
                 if not bool(accelerator.reduce(torch.isfinite(step_loss).float(), "min")):
                     raise CrossalignError(
@@ -491,7 +523,7 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                         bar.write(f"step {step}: " + _describe(held))
                     last_time = time.perf_counter()
                 if (tc.save_every and step % tc.save_every == 0) or stop.requested:
-                    last_saved = save(step)
+                    last_saved = save(step, position=position)
                     last_time = time.perf_counter()
                 if stop.requested:
                     bar.close()
@@ -501,7 +533,7 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                     )
             bar.close()
             if last_saved is None or last_saved.name != checkpoint_name(step):
-                last_saved = save(step)
+                last_saved = save(step, position=position)
             held = evaluate(accelerator, module, setup.data, per, tc.seed)
             if held:
                 emit({"step": step, **held})

@@ -81,10 +81,18 @@ class SourceSampler:
     Step ``s`` picks a source with p_i ∝ n_i^alpha from an RNG seeded by (seed, salt, s), then
     takes that source's next ``batch_size`` indices from seeded per-epoch permutations. The
     per-source counters are the data position (``state_dict``), so a resumed run draws exactly
-    the batches the uninterrupted run would have drawn.
+    the batches the uninterrupted run would have drawn. ``sequential`` sources (streams) are
+    read in order instead of permuted.
     """
 
-    def __init__(self, sizes: dict[str, int], alpha: float, seed: int, salt: int) -> None:
+    def __init__(
+        self,
+        sizes: dict[str, int],
+        alpha: float,
+        seed: int,
+        salt: int,
+        sequential: frozenset[str] = frozenset(),
+    ) -> None:
         if not sizes or min(sizes.values()) == 0:
             raise CrossalignError(f"no training examples in {sorted(sizes) or 'any source'}")
         self.names = sorted(sizes)
@@ -93,9 +101,12 @@ class SourceSampler:
         self.probs = np.array([probs[n] for n in self.names])
         self.seed = seed
         self.salt = salt
+        self.sequential = sequential
         self.drawn = dict.fromkeys(self.names, 0)
 
     def _indices(self, name: str, start: int, count: int) -> np.ndarray:
+        if name in self.sequential:  # a stream: read in order
+            return np.arange(start, start + count, dtype=np.int64)
         n = self.sizes[name]
         src = self.names.index(name)
         out = []

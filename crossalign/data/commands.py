@@ -81,6 +81,27 @@ def _freedict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tokenize(args: argparse.Namespace) -> int:
+    from crossalign.config import load_config
+    from crossalign.data.prepare import tokenize_sources
+
+    cfg = load_config(args.config, args.overrides)
+    shard = _shard(args.shard)
+    summary = tokenize_sources(cfg, args.out, args.tokenizer, args.num_proc, shard)
+    print(summary)
+    return 0
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """``K/N`` → (K, N)."""
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit()) or not 0 <= int(k) < int(n):
+        from crossalign.errors import CrossalignError
+
+        raise CrossalignError(f"--shard {text}: expected K/N with 0 <= K < N, e.g. 0/4")
+    return int(k), int(n)
+
+
 def _count(text: str) -> int:
     """argparse type: a non-negative integer."""
     if not text.isdigit():
@@ -151,6 +172,23 @@ def add_data_parser(sub: argparse._SubParsersAction) -> None:
     )
     _common(b, "data/freedict", 500, 1500, "source words")
     b.set_defaults(func=_freedict)
+
+    b = builders.add_parser(
+        "tokenize",
+        help="tokenize a config's data sources once into a memory-mapped token store",
+        description="Tokenize the data sources of a run config (data.corpus, data.mono, "
+        "data.parallel, valid sets) into a token store that 'crossalign train data.store=OUT' "
+        "memory-maps. The tokenizer comes from --tokenizer, tokenizer.path or model.path. "
+        "--shard K/N tokenizes every N-th chunk starting at K, so N machines (or jobs) build "
+        "one store together; an interrupted build resumes where it stopped.",
+    )
+    b.add_argument("--config", "-c", help="YAML run config whose data.* sources to tokenize")
+    b.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
+    b.add_argument("--out", required=True, help="store directory")
+    b.add_argument("--tokenizer", help="tokenizer directory (default: tokenizer.path/model.path)")
+    b.add_argument("--num-proc", type=int, default=1, help="tokenizing processes (1)")
+    b.add_argument("--shard", default="0/1", metavar="K/N", help="this job's shard (0/1)")
+    b.set_defaults(func=_tokenize)
 
     from crossalign.data.derive_commands import add_derive_parser
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from crossalign.data.card import CARD
 from crossalign.errors import CrossalignError
+from crossalign.fileio import read_json
 from crossalign.languages import check_language
 
 
@@ -19,10 +19,7 @@ def load_card(corpus_dir: str | Path) -> dict[str, Any]:
             f"{corpus_dir} is not a built corpus (no {CARD}); build one with e.g. "
             f"crossalign data bible --out {corpus_dir}"
         )
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CrossalignError(f"{path}: not valid JSON ({e}); rebuild the corpus") from None
+    card = read_json(path, "rebuild the corpus")
     if not isinstance(card, dict) or not isinstance(card.get("pairs"), dict):
         raise CrossalignError(f"{path}: no 'pairs' mapping; rebuild the corpus")
     return card

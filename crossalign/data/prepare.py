@@ -1,16 +1,38 @@
-"""From configured sources to tokenized arrays: read, check languages, tokenize, pack."""
+"""From configured sources to training data: resolve, check languages, tokenize once into a
+cached store (``crossalign.data.store``), and view it as packed blocks and sentence pairs."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
-from crossalign.config import DataConfig
-from crossalign.data.batching import PairArray, pack_blocks
-from crossalign.data.readers import read_mono, read_parallel
+from crossalign.config import DataConfig, RunConfig
+from crossalign.data.inputs import PairInput, TextInput
+from crossalign.data.readers import dataset_spec
+from crossalign.data.sampling import language_probs
+from crossalign.data.store import (
+    CHUNK_LINES,
+    VERSION,
+    PackedBlocks,
+    PairText,
+    Source,
+    TokenStore,
+    build_store,
+    missing_shards,
+    open_store,
+    store_manifest,
+    tokenizer_fingerprint,
+)
+from crossalign.data.streaming import StreamingText, is_streaming
 from crossalign.errors import CrossalignError
 from crossalign.languages import check_language
 
@@ -73,71 +95,246 @@ def _split_pair(pair: str) -> tuple[str, str]:
     return src, tgt
 
 
+def _text_input(spec: Any, where: str) -> list[TextInput]:
+    """Inputs of a monolingual config value: a file, a list of files, or a dataset mapping."""
+    if isinstance(spec, dict):
+        dataset, split, column = dataset_spec(spec, where)
+        return [TextInput(dataset=dataset, split=split, column=column, where=where)]
+    paths = spec if isinstance(spec, (list, tuple)) else [spec]
+    return [TextInput(path=str(p), where=where) for p in paths]
+
+
+def _pair_input(spec: Any, where: str) -> list[PairInput]:
+    """Inputs of a parallel config value: a TSV file or [source file, target file]."""
+    if isinstance(spec, (list, tuple)):
+        if len(spec) != 2:
+            raise CrossalignError(f"{where}: parallel source {spec!r} must be [src_file, tgt_file]")
+        return [PairInput(str(spec[0]), str(spec[1]))]
+    return [PairInput(str(spec))]
+
+
+def store_sources(sources: Sources) -> list[Source]:
+    """The store's view of the configured sources. A list of monolingual files is read as
+    one text with exact duplicate lines dropped (the English side of several pairs)."""
+    out = []
+    for part in ("mono", "valid_mono", "parallel", "valid_parallel"):
+        for name, spec in sorted(getattr(sources, part).items()):
+            where = f"data.{part}.{name}"
+            if is_streaming(spec):
+                if part != "mono":
+                    raise CrossalignError(f"{where}: only training text can be streamed")
+                continue
+            if part.endswith("mono"):
+                inputs = _text_input(spec, where)
+                out.append(Source(part, name, inputs, dedup=isinstance(spec, (list, tuple))))
+            else:
+                out.append(Source(part, name, _pair_input(spec, where)))
+    return out
+
+
+def store_key(sources: list[Source], tokenizer: PreTrainedTokenizerBase) -> str:
+    """The cache key of a store: the sources' identity (paths, sizes, modification times,
+    dataset fingerprints), the tokenizer's fingerprint, the store format and chunking."""
+    ident = {
+        "version": VERSION,
+        "chunk_lines": CHUNK_LINES,
+        "tokenizer": tokenizer_fingerprint(tokenizer),
+        "sources": [[s.part, s.name, s.dedup, [i.identity() for i in s.inputs]] for s in sources],
+    }
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def default_cache_dir() -> Path:
+    """``$CROSSALIGN_CACHE/stores``, else ``$XDG_CACHE_HOME/crossalign/stores``, else
+    ``~/.cache/crossalign/stores``."""
+    if os.environ.get("CROSSALIGN_CACHE"):
+        return Path(os.environ["CROSSALIGN_CACHE"]) / "stores"
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "crossalign" / "stores"
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive OS lock on ``path`` (released when the process dies): one builder at a
+    time per store, the others wait and then find it built."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def cached_store(
+    sources: Sources,
+    tokenizer: PreTrainedTokenizerBase,
+    cache_dir: str | Path | None = None,
+    num_proc: int = 1,
+    progress: bool = True,
+) -> Path:
+    """The store of ``sources`` tokenized by ``tokenizer``: built into ``cache_dir/<key>``
+    the first time, found there afterwards. A changed source file or tokenizer gives a new
+    key (a new store); concurrent builders of one key wait for each other."""
+    listed = store_sources(sources)
+    key = store_key(listed, tokenizer)
+    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    out = root / key
+    with _locked(root / f"{key}.lock"):
+        if not (out / "store.json").is_file() or missing_shards(out):
+            build_store(listed, tokenizer, out, key, num_proc=num_proc, progress=progress)
+    return out
+
+
 @dataclass
-class Texts:
-    """The text of every source, read once."""
+class TrainingData:
+    """Training and held-out data viewed from a store: packed blocks per language
+    (``PackedBlocks``) and sentence pairs per pair (``PairText``)."""
 
-    mono: dict[str, list[str]]
-    parallel: dict[str, list[tuple[str, str]]]
-    valid_mono: dict[str, list[str]]
-    valid_parallel: dict[str, list[tuple[str, str]]]
+    store: TokenStore
+    mono: dict[str, PackedBlocks | StreamingText]
+    parallel: dict[str, PairText]
+    valid_mono: dict[str, PackedBlocks]
+    valid_parallel: dict[str, PairText]
 
-    def by_language(self) -> dict[str, list[str]]:
-        """Training text per language (mono plus both sides of parallel), for tokenizers."""
-        out: dict[str, list[str]] = {k: list(v) for k, v in self.mono.items()}
-        for pair, data in self.parallel.items():
-            src, tgt = _split_pair(pair)
-            out.setdefault(src, []).extend(s for s, _ in data)
-            out.setdefault(tgt, []).extend(t for _, t in data)
-        return out
+    def languages(self) -> list[str]:
+        """Every language of the training sources, sorted."""
+        return sorted({*self.store.languages(), *self.mono})
 
 
-def read_sources(sources: Sources) -> Texts:
-    """Read every configured source (errors name the file and line)."""
-    return Texts(
-        mono={k: read_mono(v, f"data.mono.{k}") for k, v in sources.mono.items()},
-        parallel={k: read_parallel(v) for k, v in sources.parallel.items()},
-        valid_mono={k: read_mono(v, f"data.valid_mono.{k}") for k, v in sources.valid_mono.items()},
-        valid_parallel={k: read_parallel(v) for k, v in sources.valid_parallel.items()},
-    )
-
-
-@dataclass
-class TokenizedData:
-    """Training and held-out data as arrays."""
-
-    mono: dict[str, np.ndarray]
-    """Language → [n_blocks, max_length] packed blocks."""
-    parallel: dict[str, PairArray]
-    """Pair ``src-tgt`` → tokenized sentence pairs."""
-    valid_mono: dict[str, np.ndarray]
-    valid_parallel: dict[str, PairArray]
-
-
-def tokenize_texts(
-    texts: Texts, tokenizer: PreTrainedTokenizerBase, max_length: int, max_valid: int
-) -> TokenizedData:
-    """Tokenize every source; mono text is packed into blocks of ``max_length``; held-out
-    data is capped at ``max_valid`` blocks per language and ``max_valid`` pairs per pair."""
-
-    def ids(lines: list[str]) -> list[list[int]]:
-        return tokenizer(lines, add_special_tokens=False)["input_ids"]
-
-    def blocks(lines: list[str]) -> np.ndarray:
-        return pack_blocks(
-            ids(lines),
-            max_length,
-            tokenizer.cls_token_id,
-            tokenizer.sep_token_id,
-            tokenizer.pad_token_id,
+def training_data(
+    store: TokenStore,
+    tokenizer: PreTrainedTokenizerBase,
+    max_length: int,
+    max_valid: int,
+    streamed: dict[str, Any] | None = None,
+) -> TrainingData:
+    """View a store for training: monolingual text packed into blocks of ``max_length``;
+    held-out data capped at ``max_valid`` blocks per language and pairs per pair; languages in
+    ``streamed`` (language → ``{dataset, streaming: true, size, ...}``) read as
+    ``StreamingText``. Raises if the store was tokenized by another tokenizer."""
+    if store.manifest["tokenizer"] != tokenizer_fingerprint(tokenizer):
+        raise CrossalignError(
+            f"store {store.path} was tokenized with another tokenizer; use its tokenizer "
+            f"(tokenizer.path={store.path / 'tokenizer'}) or tokenize again with this one"
         )
+    ids = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
 
-    def pairs(data: list[tuple[str, str]]) -> PairArray:
-        return PairArray.from_lists(ids([s for s, _ in data]), ids([t for _, t in data]))
+    def blocks(texts: dict, limit: int | None = None) -> dict[str, PackedBlocks]:
+        return {k: PackedBlocks(v, max_length, *ids, limit=limit) for k, v in texts.items()}
 
-    return TokenizedData(
-        mono={k: blocks(v) for k, v in texts.mono.items()},
-        parallel={k: pairs(v) for k, v in texts.parallel.items()},
-        valid_mono={k: blocks(v)[:max_valid] for k, v in texts.valid_mono.items()},
-        valid_parallel={k: pairs(v[:max_valid]) for k, v in texts.valid_parallel.items()},
+    mono: dict[str, Any] = blocks(store.mono)
+    for lang, spec in (streamed or {}).items():
+        mono[lang] = StreamingText(spec, f"data.mono.{lang}", tokenizer, max_length)
+    return TrainingData(
+        store=store,
+        mono=mono,
+        parallel=store.parallel,
+        valid_mono=blocks(store.valid_mono, max_valid),
+        valid_parallel={k: PairText(v.pieces, max_valid) for k, v in store.valid_parallel.items()},
     )
+
+
+def tokenizer_sample(sources: Sources, alpha: float, total: int, seed: int) -> list[str]:
+    """About ``total`` training lines for tokenizer training, drawn by language with
+    p_i ∝ n_i^alpha (n_i: the language's lines, monolingual and either side of its pairs),
+    read from the files without holding the corpus in memory. A language with fewer lines
+    than its share is repeated; the result is shuffled by ``seed``. Blank lines drawn are
+    skipped."""
+    every = CHUNK_LINES
+    by_lang: dict[str, list[tuple[Any, int | None]]] = {}
+    for source in store_sources(sources):
+        if source.part == "mono":
+            by_lang.setdefault(source.name, []).extend((i, None) for i in source.inputs)
+        elif source.part == "parallel":
+            src, tgt = _split_pair(source.name)
+            for inp in source.inputs:
+                by_lang.setdefault(src, []).append((inp, 0))
+                by_lang.setdefault(tgt, []).append((inp, 1))
+    sizes = {lang: [inp.index(every) for inp, _ in items] for lang, items in by_lang.items()}
+    counts = {lang: sum(s) for lang, s in sizes.items()}
+    total = min(total, sum(counts.values()))
+    probs = language_probs(counts, alpha)
+    rng = np.random.default_rng(seed)
+    out: list[str] = []
+    for lang in sorted(by_lang):
+        n = counts[lang]
+        want = max(1, round(probs[lang] * total))
+        if want < n:
+            idx = rng.choice(n, want, replace=False)  # memory O(want), not O(n)
+        else:
+            idx = np.concatenate([rng.permutation(n) for _ in range(-(-want // n))])[:want]
+        lines_drawn, times = np.unique(idx, return_counts=True)
+        start = 0
+        for (inp, side), size in zip(by_lang[lang], sizes[lang]):
+            lo, hi = np.searchsorted(lines_drawn, [start, start + size])
+            local, mult = lines_drawn[lo:hi] - start, times[lo:hi]
+            for chunk in np.unique(local // every):
+                lines = inp.read(int(chunk), every)
+                sel = local // every == chunk
+                for j, m in zip(local[sel] - chunk * every, mult[sel]):
+                    text = lines[j] if side is None else lines[j][side]
+                    out.extend([text.strip()] * int(m))
+            start += size
+    out = [t for t in out if t]
+    return [out[i] for i in rng.permutation(len(out))]
+
+
+def open_training_store(cfg: DataConfig, path: str | Path) -> TokenStore:
+    """Open ``data.store``; it replaces every other data source."""
+    given = [k for k in ("corpus", "mono", "parallel", "valid_mono", "valid_parallel")
+             if getattr(cfg, k)]  # fmt: skip
+    if given:
+        raise CrossalignError(
+            f"data.store is set together with data.{', data.'.join(given)}: a store holds its "
+            f"sources already; drop one of them"
+        )
+    store_manifest(path)
+    return open_store(path)
+
+
+def tokenize_sources(
+    cfg: RunConfig,
+    out: str | Path,
+    tokenizer_path: str | None = None,
+    num_proc: int = 1,
+    shard: tuple[int, int] = (0, 1),
+) -> str:
+    """``crossalign data tokenize``: tokenize ``cfg.data``'s sources into the store ``out``
+    with the tokenizer at ``tokenizer_path`` (else ``tokenizer.path``, else ``model.path``).
+    Returns a summary line per part when the store is complete, else what is left."""
+    from crossalign.data.tokenizer import load_tokenizer
+
+    path = tokenizer_path or cfg.tokenizer.path or cfg.model.path
+    if not path:
+        raise CrossalignError(
+            "crossalign data tokenize needs a tokenizer: --tokenizer DIR (a saved tokenizer, "
+            "e.g. runs/NAME/tokenizer) or tokenizer.path=DIR"
+        )
+    if num_proc < 1:
+        raise CrossalignError(f"--num-proc {num_proc} must be >= 1")
+    tokenizer = load_tokenizer(path)
+    listed = store_sources(resolve_sources(cfg.data))
+    build_store(listed, tokenizer, out, store_key(listed, tokenizer), num_proc, shard)
+    missing = missing_shards(out)
+    if missing:
+        n = shard[1]
+        return f"wrote shard {shard[0]}/{n} of {out}; still to run: " + ", ".join(
+            f"--shard {k}/{n}" for k in missing
+        )
+    return describe_store(open_store(out))
+
+
+def describe_store(store: TokenStore) -> str:
+    """A few lines: per part and name, sentences (or pairs) and tokens; the store's size."""
+    lines = []
+    for part in ("mono", "parallel", "valid_mono", "valid_parallel"):
+        for name, text in getattr(store, part).items():
+            tokens = int(text.pieces.tokens.sum())
+            unit = "pairs" if "parallel" in part else "sentences"
+            lines.append(
+                f"{part} {name}: {text.pieces.sentences.sum():,} {unit}, {tokens:,} tokens"
+            )
+    size = sum(f.stat().st_size for f in store.path.rglob("*.npy"))
+    lines.append(f"store {store.path}: {size / 2**20:,.1f} MiB; train with data.store=PATH")
+    return "\n".join(lines)

@@ -53,49 +53,36 @@ def read_text(path: PathLike) -> list[str]:
 
 
 def read_hf_text(dataset: str, split: str = "train", column: str = "text") -> list[str]:
-    """Non-empty strings of ``column`` in a Hugging Face ``datasets`` dataset.
+    """Non-empty strings of ``column`` in a Hugging Face ``datasets`` dataset, stripped.
 
     ``dataset`` is a name for ``load_dataset`` or a local path: a ``save_to_disk`` directory,
     a directory of data files, or one .json/.jsonl/.csv/.parquet/.txt file.
     """
-    import datasets
+    from crossalign.data.inputs import load_dataset_column
 
-    path = Path(dataset)
-    try:
-        if (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file():
-            ds = datasets.load_from_disk(str(path))
-            if isinstance(ds, datasets.DatasetDict):
-                ds = ds[split]
-        elif path.is_file() and path.suffix in DATA_FILE_BUILDERS:
-            builder = DATA_FILE_BUILDERS[path.suffix]
-            ds = datasets.load_dataset(builder, data_files={split: str(path)}, split=split)
-        else:
-            ds = datasets.load_dataset(dataset, split=split)
-    except (FileNotFoundError, ValueError, ConnectionError, KeyError) as e:
-        raise CrossalignError(
-            f"dataset {dataset} (split {split}): {str(e).splitlines()[0]}"
-        ) from None
-    if column not in ds.column_names:
-        raise CrossalignError(
-            f"dataset {dataset} has no column '{column}'; its columns: {', '.join(ds.column_names)}"
-        )
-    lines = [t.strip() for t in ds[column] if isinstance(t, str) and t.strip()]
+    column_data = load_dataset_column(dataset, split, column)
+    lines = [t.strip() for t in column_data[:] if isinstance(t, str) and t.strip()]
     if not lines:
         raise CrossalignError(f"dataset {dataset} column '{column}' has no text")
     return lines
+
+
+def dataset_spec(spec: dict[str, Any], where: str = "") -> tuple[str, str, str]:
+    """(dataset, split, column) of a ``{dataset, split, column}`` config mapping."""
+    unknown = set(spec) - {"dataset", "split", "column"}
+    if "dataset" not in spec or unknown:
+        raise CrossalignError(
+            f"{where or 'mono source'}: a mapping needs keys dataset[, split, column], got "
+            f"{', '.join(map(str, spec))}"
+        )
+    return str(spec["dataset"]), spec.get("split", "train"), spec.get("column", "text")
 
 
 def read_mono(spec: Any, where: str = "") -> list[str]:
     """Monolingual text from a config value: a file path, a list of file paths (concatenated,
     exact duplicate lines dropped), or a mapping ``{dataset, split, column}``."""
     if isinstance(spec, dict):
-        unknown = set(spec) - {"dataset", "split", "column"}
-        if "dataset" not in spec or unknown:
-            raise CrossalignError(
-                f"{where or 'mono source'}: a mapping needs keys dataset[, split, column], got "
-                f"{', '.join(map(str, spec))}"
-            )
-        return read_hf_text(spec["dataset"], spec.get("split", "train"), spec.get("column", "text"))
+        return read_hf_text(*dataset_spec(spec, where))
     if isinstance(spec, (list, tuple)):
         seen: dict[str, None] = {}
         for p in spec:

@@ -45,6 +45,11 @@ def train_tokenizer(
     sample = sample_by_language(
         texts, cfg.alpha, min(cfg.max_sentences, sum(map(len, texts.values()))), seed
     )
+    return train_tokenizer_on(sample, cfg)
+
+
+def train_tokenizer_on(sample: list[str], cfg: TokenizerConfig) -> PreTrainedTokenizerFast:
+    """Train the tokenizer ``train_tokenizer`` describes on already sampled lines."""
     if cfg.kind == "unigram":
         tok = Tokenizer(models.Unigram())
         trainer = trainers.UnigramTrainer(

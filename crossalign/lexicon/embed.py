@@ -23,6 +23,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -71,11 +72,16 @@ def encode_batches(
     batch_size: int,
 ):
     """Yield padded encodings (``input_ids``, ``attention_mask`` [B, T]) of ``texts`` in
-    batches, sorted by length so padding stays small; each with the texts' original indices."""
+    batches, sorted by length so padding stays small; each with the texts' original indices.
+    ``texts`` are strings, or token id arrays (already tokenized, no special tokens: they get
+    ``cls``/``sep`` and the same truncation)."""
     lengths = [len(t) for t in texts]
     order = sorted(range(len(texts)), key=lengths.__getitem__)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
+        if len(idx) and not isinstance(texts[idx[0]], str):
+            yield idx, _id_batch([texts[i] for i in idx], tokenizer, max_length)
+            continue
         enc = tokenizer(
             [texts[i] for i in idx],
             truncation=True,
@@ -84,6 +90,24 @@ def encode_batches(
             return_tensors="pt",
         )
         yield idx, enc
+
+
+def _id_batch(
+    sequences: list[np.ndarray], tokenizer: PreTrainedTokenizerBase, max_length: int
+) -> dict[str, torch.Tensor]:
+    """``[cls] ids [sep]`` rows truncated to ``max_length`` and padded: input_ids and
+    attention_mask [B, T], as the tokenizer encodes the text the ids came from."""
+    rows = [
+        [tokenizer.cls_token_id, *np.asarray(s[: max_length - 2]).tolist(), tokenizer.sep_token_id]
+        for s in sequences
+    ]
+    width = max(map(len, rows))
+    ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row)
+        mask[i, : len(row)] = 1
+    return {"input_ids": ids, "attention_mask": mask}
 
 
 @torch.no_grad()

@@ -10,8 +10,9 @@ An objective is an ``nn.Module`` (so its own heads train and checkpoint with the
 Every metric is logged as ``<objective>/<key>``; an objective whose loss adds an auxiliary
 term to a masked-LM loss reports the masked-LM part as ``lm_loss``, and only that part enters
 perplexity. Two optional hooks run once before training: ``check_config(cfg)`` refuses run
-settings the method cannot train with, ``start(model)`` prepares state from the starting
-model (e.g. a dictionary induced from its embeddings).
+settings the method cannot train with, ``start(model, data)`` prepares state from the
+starting model and the tokenized training data (e.g. a dictionary induced from its
+embeddings, language-specific vocabularies counted on the data).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from crossalign.registry import Registry
 
 if TYPE_CHECKING:
     from crossalign.config import RunConfig
+    from crossalign.data.prepare import TrainingData
 
 
 @dataclass
@@ -112,8 +114,14 @@ class Objective(nn.Module):
     def check_config(self, cfg: RunConfig) -> None:
         """Raise CrossalignError when the run config does not suit this objective."""
 
-    def start(self, model: PreTrainedModel) -> None:
-        """Prepare state from the starting model, once, before the first step."""
+    def start(self, model: PreTrainedModel, data: TrainingData | None = None) -> None:
+        """Prepare state from the starting model and the run's tokenized training ``data``
+        (None outside a training run), once, before the first step."""
+
+    def collate_in_workers(self) -> bool:
+        """Whether ``collate`` may run in DataLoader worker processes: true unless it reads
+        state that training changes (workers hold a copy made when they start)."""
+        return True
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Tensors for one micro-batch (CPU); masking uses ``generator``."""

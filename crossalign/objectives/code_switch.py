@@ -29,8 +29,11 @@ With several languages, each block switches into one partner language drawn per 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from itertools import islice
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from transformers import PreTrainedModel
 
@@ -44,6 +47,13 @@ from crossalign.objectives.mlm import MaskedLM, encode, masked_lm_logits, masked
 
 if TYPE_CHECKING:
     from crossalign.config import RunConfig
+    from crossalign.data.prepare import TrainingData
+    from crossalign.data.store import MonoText
+
+
+def _first_sentences(text: MonoText) -> Callable[[slice], list[np.ndarray]]:
+    """``f(slice(n))``: the first n sentences of a store's language as id arrays."""
+    return lambda part: list(islice(text.iter_sentences(), part.stop))
 
 
 def switch_positions(
@@ -88,36 +98,43 @@ class CodeSwitchMLM(MaskedLM):
         self.refresh_every = refresh_every
         self.max_sentences = max_sentences
         self.grad_accum = 1
-        self.texts: dict[str, list[str]] = {}
+        self.counts: dict[str, np.ndarray] = {}
+        """Per language, how often each token id occurs (vocabularies are counted on these)."""
+        self.sentences: dict[str, Callable[[slice], list]] = {}
+        """Per language, its first sentences (text or id arrays) for contextual vectors."""
         self.languages: list[str] = []
         self.register_buffer("calls", torch.zeros((), dtype=torch.long))
         self.register_buffer("specific", torch.zeros(0, 0, ctx.vocab_size, dtype=torch.bool), False)
 
     def check_config(self, cfg: RunConfig) -> None:
-        """Needs monolingual text of at least two languages; remembers it for ``start``."""
-        from crossalign.data.prepare import read_sources, resolve_sources
-
-        sources = resolve_sources(cfg.data)
-        if len(sources.mono) < 2:
-            raise CrossalignError(
-                f"code-switching needs monolingual text of at least two languages (data.mono "
-                f"or data.corpus); the run has: {', '.join(sources.mono) or 'none'}"
-            )
-        mono = read_sources(type(sources)(mono=sources.mono)).mono
-        self.texts = {lang: lines[: self.max_sentences] for lang, lines in mono.items()}
+        """Remember the accumulation steps (dictionary refreshes count optimizer steps)."""
         self.grad_accum = cfg.train.grad_accum
 
     def set_texts(self, texts: dict[str, list[str]]) -> None:
-        """The monolingual text of each language that vocabularies are counted on."""
-        self.texts = {lang: list(lines[: self.max_sentences]) for lang, lines in texts.items()}
+        """Count vocabularies on in-memory monolingual text (the first ``max_sentences``
+        lines of each language), which also gives contextual vectors their sentences."""
+        tok, size = self.ctx.tokenizer, self.ctx.vocab_size
+        texts = {lang: list(lines[: self.max_sentences]) for lang, lines in texts.items()}
+        self.counts = {lang: token_counts(tok, lines, size) for lang, lines in texts.items()}
+        self.sentences = {lang: lines.__getitem__ for lang, lines in texts.items()}
+
+    def set_store(self, mono: dict[str, MonoText]) -> None:
+        """Count vocabularies on the tokenized monolingual text of a store (the first
+        ``max_sentences`` sentences of each language, as ``set_texts`` counts them)."""
+        size = self.ctx.vocab_size
+        self.counts = {lang: t.token_counts(size, self.max_sentences) for lang, t in mono.items()}
+        self.sentences = {lang: _first_sentences(t) for lang, t in mono.items()}
 
     def build_vocabularies(self) -> None:
         """``specific[a, b]``: bool [V] of the tokens specific to language a against b."""
-        if len(self.texts) < 2:
-            raise CrossalignError("code-switching needs text of at least two languages")
-        self.languages = sorted(self.texts)
-        tok, size = self.ctx.tokenizer, self.ctx.vocab_size
-        counts = {lang: token_counts(tok, self.texts[lang], size) for lang in self.languages}
+        if len(self.counts) < 2:
+            raise CrossalignError(
+                f"code-switching needs monolingual text of at least two languages (data.mono "
+                f"or data.corpus); the run has: {', '.join(self.counts) or 'none'}"
+            )
+        self.languages = sorted(self.counts)
+        counts = self.counts
+        size = self.ctx.vocab_size
         n = len(self.languages)
         specific = torch.zeros(n, n, size, dtype=torch.bool)
         for a, la in enumerate(self.languages):
@@ -135,8 +152,11 @@ class CodeSwitchMLM(MaskedLM):
                     specific[b, a, ib] = True
         self.specific = specific.to(self.calls.device)
 
-    def start(self, model: PreTrainedModel) -> None:
-        """Vocabularies from the run's text, then the model-dependent state (``refresh``)."""
+    def start(self, model: PreTrainedModel, data: TrainingData | None = None) -> None:
+        """Vocabularies from the run's tokenized text (or text given to ``set_texts``), then
+        the model-dependent state (``refresh``)."""
+        if data is not None:
+            self.set_store(data.store.mono)
         self.build_vocabularies()
         self.refresh(model)
 
@@ -240,7 +260,7 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
                 model,
                 self.ctx.tokenizer,
                 self.layer,
-                self.texts[lang][: self.context_sentences],
+                self.sentences[lang](slice(self.context_sentences)),
                 self.specific[a].any(dim=0).nonzero().squeeze(1).cpu(),
                 lang,
             )
@@ -256,6 +276,11 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
                     found = induce(vectors[la], vectors[lb], src, tgt, self.csls_k)
                     table[a, b] = found.table(size)
         self.translations = table.to(self.calls.device)
+
+    def collate_in_workers(self) -> bool:
+        """A refreshed dictionary changes what ``collate`` writes: collate in the training
+        process when ``refresh_every`` is set."""
+        return not self.refresh_every
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """MLM masking, then ``cs_input_ids``: the masked inputs with switched context tokens

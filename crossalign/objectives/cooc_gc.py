@@ -210,7 +210,7 @@ class MaskedLMGlobalCooccurrence(MaskedLM):
                 "10% of train.steps) or force_no_warmup: true in the objective entry"
             )
 
-    def start(self, model: PreTrainedModel) -> None:
+    def start(self, model: PreTrainedModel, data=None) -> None:
         """Check the model has an output embedding matrix when Eq. 6 is asked for."""
         if self.neighbour == "output_embedding" and model.get_output_embeddings() is None:
             raise CrossalignError(

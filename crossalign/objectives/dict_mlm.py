@@ -164,13 +164,11 @@ class DictMLM(MaskedLM):
             self.language_ids[""] = (ids, id_positions(ids, ctx.vocab_size))
         self.language: str | None = None
 
-    def check_config(self, cfg) -> None:
+    def start(self, model, data=None) -> None:
         """Every training language must have a vocabulary in ``vocab`` (when given)."""
-        from crossalign.data.prepare import resolve_sources
-
-        if "" in self.language_ids:
+        if "" in self.language_ids or data is None:
             return
-        for lang in resolve_sources(cfg.data).languages():
+        for lang in data.languages():
             if lang not in self.language_ids:
                 raise CrossalignError(
                     f"dict_mlm: {self.vocab_path} has no vocabulary for language '{lang}'; it "

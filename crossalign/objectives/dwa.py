@@ -123,7 +123,7 @@ class DenoisingWordAlignment(TranslationLM):
                 "set allow_cold_start: true on the dwa objective"
             )
 
-    def start(self, model: PreTrainedModel) -> None:
+    def start(self, model: PreTrainedModel, data=None) -> None:
         """Create the pointer network's query and key projections (hidden -> hidden) and
         clamp the self-labelling layer to the model's depth."""
         hidden = model.config.hidden_size

@@ -1,0 +1,539 @@
+"""The tokenized corpus store: text tokenized once, memory-mapped by every run and process.
+
+Layout (every file plain ``.npy`` or JSON; see ``docs/store.md`` for why)::
+
+    STORE/store.json                      key, tokenizer fingerprint, id dtype, chunking, sources
+    STORE/tokenizer/                      the tokenizer the ids come from (save_pretrained)
+    STORE/shards/shard-K-of-N.json        the pieces shard K wrote, with their sizes
+    STORE/pieces/<part>/<name>/<input>-<chunk>/
+        mono:      ids.npy  starts.npy  offsets.npy
+        parallel:  src_ids.npy src_starts.npy src_offsets.npy  tgt_ids.npy tgt_starts.npy ...
+
+A *part* is ``mono``, ``parallel``, ``valid_mono`` or ``valid_parallel``; a *name* a language
+or a pair ``src-tgt``. Each configured input (a file, two line-aligned files, a dataset column)
+is cut into chunks of ``chunk_lines`` lines; a chunk becomes one piece, written atomically, so
+an interrupted build resumes where it stopped and ``--shard K/N`` (chunks K, K+N, ...) lets many
+machines build one store. Pieces are ordered by (input, chunk), so the store is the same
+whatever the number of shards or processes.
+
+- ``ids``: token ids without special tokens, in the smallest unsigned dtype that holds the
+  vocabulary; monolingual pieces hold the *stream* form, each sentence followed by ``sep``.
+- ``offsets``: int64 [n + 1], where sentence k starts in ``ids`` (monolingual: with its sep).
+- ``starts``: uint8, 1 where a token begins a word (the tokenizer's pre-tokenized words): the
+  subword → word map the alignment objectives and evaluations need.
+
+Monolingual text is packed into blocks at read time (``PackedBlocks``), so one store serves any
+``max_length``.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import resource
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from crossalign.data.inputs import PairInput, TextInput, text_hash
+from crossalign.errors import CrossalignError
+from crossalign.fileio import read_json, write_text_atomic
+
+FORMAT = "crossalign-token-store"
+VERSION = 1
+MANIFEST = "store.json"
+PARTS = ("mono", "parallel", "valid_mono", "valid_parallel")
+CHUNK_LINES = 100_000
+"""Lines per piece: small enough to spread over processes, large enough to keep few files."""
+
+
+@dataclass
+class Source:
+    """One language's (or pair's) inputs in one part of the store."""
+
+    part: str
+    name: str
+    inputs: list[TextInput] | list[PairInput]
+    dedup: bool = False
+    """Drop exact duplicate lines across the inputs (a list of monolingual files)."""
+
+
+def dtype_for(vocab_size: int) -> np.dtype:
+    """The smallest unsigned integer dtype that holds ids below ``vocab_size``."""
+    return np.dtype(np.uint16 if vocab_size <= 1 << 16 else np.uint32)
+
+
+def tokenizer_fingerprint(tokenizer: Any) -> str:
+    """A hash of everything that decides token ids: the serialised backend tokenizer (model,
+    normaliser, pre-tokenizer, added tokens), not including truncation or padding settings."""
+    import hashlib
+
+    data = json.loads(tokenizer.backend_tokenizer.to_str())
+    data.pop("truncation", None)
+    data.pop("padding", None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(tokenizer_json: str, sep_id: int, dtype: str) -> None:
+    """Load the backend tokenizer once per worker process (no truncation, no padding)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str(tokenizer_json)
+    tok.no_truncation()
+    tok.no_padding()
+    _WORKER.update(tokenizer=tok, sep_id=sep_id, dtype=np.dtype(dtype))
+
+
+def _encode(lines: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token ids, word-start flags and per-sentence lengths of ``lines`` (no specials)."""
+    encodings = _WORKER["tokenizer"].encode_batch(lines, add_special_tokens=False)
+    lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
+    total = int(lengths.sum())
+    ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), np.int64, total)
+    words = np.fromiter(
+        (-1 if w is None else w for e in encodings for w in e.word_ids), np.int64, total
+    )
+    starts = np.ones(total, dtype=np.uint8)
+    starts[1:] = words[1:] != words[:-1]
+    first = np.cumsum(lengths) - lengths
+    starts[first[lengths > 0]] = 1
+    return ids, starts, lengths
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def _tokenize_chunk(task: tuple) -> tuple[str, dict[str, int]]:
+    """Tokenize one chunk into its piece directory (atomically); returns (piece, stats)."""
+    out, piece, source, index, chunk, every, keep = task
+    final = Path(out) / "pieces" / piece
+    if (final / "piece.json").is_file():
+        return piece, json.loads((final / "piece.json").read_text())
+    dtype, sep = _WORKER["dtype"], _WORKER["sep_id"]
+    raw = source.inputs[index].read(chunk, every)
+    arrays: dict[str, np.ndarray] = {}
+    if isinstance(source.inputs[index], PairInput):
+        pairs = [(s.strip(), t.strip()) for s, t in raw]
+        nonempty = sum(1 for s, t in pairs if s and t)
+        pairs = [(s, t) for s, t in pairs if s and t]
+        for side, texts in (("src", [s for s, _ in pairs]), ("tgt", [t for _, t in pairs])):
+            ids, starts, lengths = _encode(texts)
+            arrays.update({f"{side}_ids": ids.astype(dtype), f"{side}_starts": starts,
+                           f"{side}_offsets": _offsets(lengths)})  # fmt: skip
+        stats = {"sentences": len(pairs), "tokens": int(sum(len(a) for k, a in arrays.items()
+                                                            if k.endswith("_ids")))}  # fmt: skip
+    else:
+        lines = [t.strip() for t in raw]
+        nonempty = sum(1 for t in lines if t)
+        if keep is not None:
+            lines = [t for t, k in zip(lines, keep) if k]
+        lines = [t for t in lines if t]
+        ids, starts, lengths = _encode(lines)
+        # the stream form: every sentence followed by a separator
+        stream_len = lengths + 1
+        offsets = _offsets(stream_len)
+        seps = offsets[1:] - 1
+        body = np.ones(int(offsets[-1]), dtype=bool)
+        body[seps] = False
+        stream = np.empty(int(offsets[-1]), dtype=dtype)
+        stream[body] = ids
+        stream[seps] = sep
+        flags = np.zeros(len(stream), dtype=np.uint8)
+        flags[body] = starts
+        arrays = {"ids": stream, "starts": flags, "offsets": offsets}
+        stats = {"sentences": len(lines), "tokens": int(offsets[-1])}
+    stats["lines"] = nonempty
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, array in arrays.items():
+        np.save(tmp / f"{name}.npy", array)
+    (tmp / "piece.json").write_text(json.dumps(stats), encoding="utf-8")
+    try:
+        os.replace(tmp, final)
+    except OSError:  # another shard or process wrote the same piece first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return piece, stats
+
+
+def _dedup_masks(source: Source, every: int) -> list[np.ndarray]:
+    """Per input, bool [lines]: True for the first occurrence of each stripped line."""
+    hashes, sizes = [], []
+    for inp in source.inputs:
+        n = inp._lines
+        h = np.zeros(n, dtype=np.uint64)
+        for chunk in range(-(-n // every)):
+            lines = inp.read(chunk, every)
+            h[chunk * every : chunk * every + len(lines)] = [text_hash(t.strip()) for t in lines]
+        hashes.append(h)
+        sizes.append(n)
+    flat = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+    keep = np.zeros(len(flat), dtype=bool)
+    keep[np.unique(flat, return_index=True)[1]] = True
+    return np.split(keep, np.cumsum(sizes)[:-1])
+
+
+def piece_name(source: Source, index: int, chunk: int) -> str:
+    """``<part>/<name>/<input>-<chunk>``: sorts in reading order."""
+    return f"{source.part}/{source.name}/{index:05d}-{chunk:07d}"
+
+
+def build_store(
+    sources: list[Source],
+    tokenizer: Any,
+    out: str | Path,
+    key: str,
+    num_proc: int = 1,
+    shard: tuple[int, int] = (0, 1),
+    chunk_lines: int = CHUNK_LINES,
+    progress: bool = True,
+) -> Path:
+    """Tokenize shard ``K`` of ``N`` of ``sources`` into the store ``out`` with ``num_proc``
+    processes. Pieces already written (an interrupted build) are kept; the shard's manifest is
+    written last. The store is complete once all N shards are (``open_store`` checks).
+    """
+    k, n = shard
+    if not 0 <= k < n:
+        raise CrossalignError(f"--shard {k}/{n}: K must be in 0..N-1")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "key": key,
+        "tokenizer": tokenizer_fingerprint(tokenizer),
+        "vocab_size": len(tokenizer),
+        "dtype": dtype_for(len(tokenizer)).name,
+        "sep_id": tokenizer.sep_token_id,
+        "chunk_lines": chunk_lines,
+        "shards": n,
+        "sources": {
+            f"{s.part}/{s.name}": {"dedup": s.dedup, "inputs": [i.identity() for i in s.inputs]}
+            for s in sources
+        },
+    }
+    existing = out / MANIFEST
+    if existing.is_file():
+        old = json.loads(existing.read_text(encoding="utf-8"))
+        if old.get("key") != key or old.get("shards") != n:
+            raise CrossalignError(
+                f"{out} holds another store (different sources, tokenizer or number of shards "
+                f"{old.get('shards')}); give a new --out or delete it"
+            )
+    else:
+        write_text_atomic(existing, json.dumps(manifest, indent=2) + "\n")
+    if not (out / "tokenizer").is_dir():
+        from crossalign.fileio import atomic_dir
+
+        with atomic_dir(out / "tokenizer") as tmp:
+            tokenizer.save_pretrained(tmp)
+    tasks = []
+    for source in sources:
+        sizes = [inp.index(chunk_lines) for inp in source.inputs]
+        masks = _dedup_masks(source, chunk_lines) if source.dedup else None
+        for index, size in enumerate(sizes):
+            for chunk in range(-(-size // chunk_lines)):
+                keep = None
+                if masks is not None:
+                    keep = masks[index][chunk * chunk_lines : (chunk + 1) * chunk_lines]
+                tasks.append((str(out), piece_name(source, index, chunk), source, index, chunk,
+                              chunk_lines, keep))  # fmt: skip
+    mine = tasks[k::n]
+    init = (tokenizer.backend_tokenizer.to_str(), tokenizer.sep_token_id, manifest["dtype"])
+    done: dict[str, dict[str, int]] = {}
+    bar = tqdm(total=len(mine), desc=f"tokenize {out.name}", unit="chunk", disable=not progress)
+    if num_proc > 1 and len(mine) > 1:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(min(num_proc, len(mine)), _init_worker, init) as pool:
+            for piece, stats in pool.imap_unordered(_tokenize_chunk, mine):
+                done[piece] = stats
+                bar.update(1)
+    else:
+        _init_worker(*init)
+        for task in mine:
+            piece, stats = _tokenize_chunk(task)
+            done[piece] = stats
+            bar.update(1)
+    bar.close()
+    shard_file = out / "shards" / f"shard-{k}-of-{n}.json"
+    shard_file.parent.mkdir(exist_ok=True)
+    write_text_atomic(shard_file, json.dumps({"key": key, "pieces": done}) + "\n")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+class _Pieces:
+    """The pieces of one part/name in reading order, with their arrays memory-mapped lazily."""
+
+    def __init__(self, root: Path, names: list[str], stats: list[dict[str, int]]) -> None:
+        self.root = root
+        self.names = names
+        self.sentences = np.array([s["sentences"] for s in stats], dtype=np.int64)
+        self.tokens = np.array([s["tokens"] for s in stats], dtype=np.int64)
+        self._arrays: dict[tuple[int, str], np.ndarray] = {}
+
+    def array(self, i: int, name: str) -> np.ndarray:
+        """Array ``name`` of piece ``i``, memory-mapped."""
+        key = (i, name)
+        if key not in self._arrays:
+            path = self.root / "pieces" / self.names[i] / f"{name}.npy"
+            try:
+                self._arrays[key] = np.load(path, mmap_mode="r")
+            except (OSError, ValueError) as e:
+                raise CrossalignError(
+                    f"{path}: cannot read ({e}); the store is damaged: delete the piece "
+                    f"directory and run crossalign data tokenize again to rewrite it"
+                ) from None
+        return self._arrays[key]
+
+
+class MonoText:
+    """The token stream of one language: sentences, each followed by a separator."""
+
+    def __init__(self, pieces: _Pieces, sep_id: int) -> None:
+        self.pieces = pieces
+        self.sep_id = sep_id
+        self.piece_start = np.zeros(len(pieces.names) + 1, dtype=np.int64)
+        np.cumsum(pieces.tokens, out=self.piece_start[1:])
+        self.total = int(self.piece_start[-1])
+        """Stream length (tokens and separators)."""
+        self.sentences = int(pieces.sentences.sum())
+
+    def slice(self, lo: int, hi: int, name: str = "ids") -> np.ndarray:
+        """Stream positions [lo, hi) of ``ids`` (as int32) or ``starts`` (word-start flags)."""
+        parts = []
+        i = int(np.searchsorted(self.piece_start, lo, side="right")) - 1
+        while lo < hi:
+            start, end = self.piece_start[i], self.piece_start[i + 1]
+            take = min(hi, end)
+            if take > lo:
+                parts.append(self.pieces.array(i, name)[lo - start : take - start])
+            lo = max(lo, take)
+            i += 1
+        out = np.concatenate(parts) if parts else np.zeros(0)
+        return out.astype(np.int32 if name == "ids" else np.uint8)
+
+    def token_counts(self, size: int, max_sentences: int) -> np.ndarray:
+        """How often each id occurs in the first ``max_sentences`` sentences (separators not
+        counted): int64 [size]."""
+        counts = np.zeros(size, dtype=np.int64)
+        left = max_sentences
+        for i in range(len(self.pieces.names)):
+            if left <= 0:
+                break
+            offsets = self.pieces.array(i, "offsets")
+            m = min(left, len(offsets) - 1)
+            ids = np.asarray(self.pieces.array(i, "ids")[: offsets[m]])
+            body = np.ones(len(ids), dtype=bool)
+            body[offsets[1 : m + 1] - 1] = False
+            counts += np.bincount(ids[body].astype(np.int64), minlength=size)[:size]
+            left -= m
+        return counts
+
+    def iter_sentences(self) -> Iterator[np.ndarray]:
+        """Every sentence's ids (int32, no separator), in order."""
+        for i in range(len(self.pieces.names)):
+            offsets = self.pieces.array(i, "offsets")
+            ids = self.pieces.array(i, "ids")
+            for a, b in zip(offsets[:-1], offsets[1:]):
+                yield np.asarray(ids[a : b - 1], dtype=np.int32)
+
+
+class PackedBlocks:
+    """Fixed-length blocks ``[cls] stream... [sep]`` of a language's stream (XLM's text
+    streams): block k holds stream positions k·(L-2) ... (k+1)·(L-2); the final partial block
+    (whose stream already ends with a separator) is padded; one holding only a separator is
+    dropped. ``limit`` keeps the first blocks only (held-out caps)."""
+
+    def __init__(
+        self, text: MonoText, length: int, cls_id: int, sep_id: int, pad_id: int,
+        limit: int | None = None,
+    ) -> None:  # fmt: skip
+        self.text, self.length = text, length
+        self.cls_id, self.sep_id, self.pad_id = cls_id, sep_id, pad_id
+        self.body = length - 2
+        n_full, rest = divmod(text.total, self.body)
+        tail = text.slice(n_full * self.body, text.total) if rest else np.zeros(0)
+        n = n_full + bool((tail != sep_id).any())
+        self.n = n if limit is None else min(n, limit)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _gather(self, idx: np.ndarray, name: str, fill: int, dtype: Any) -> np.ndarray:
+        out = np.full((len(idx), self.length), fill, dtype=dtype)
+        for row, k in enumerate(np.asarray(idx, dtype=np.int64)):
+            if not 0 <= k < self.n:
+                raise IndexError(f"block {k} out of range ({self.n} blocks)")
+            lo = int(k) * self.body
+            seg = self.text.slice(lo, min(lo + self.body, self.text.total), name)
+            out[row, 1 : 1 + len(seg)] = seg
+            if name == "ids":
+                out[row, 0] = self.cls_id
+                if len(seg) == self.body:
+                    out[row, -1] = self.sep_id
+        return out
+
+    def __getitem__(self, idx: np.ndarray) -> np.ndarray:
+        """int32 [B, L] blocks ``idx``."""
+        return self._gather(idx, "ids", self.pad_id, np.int32)
+
+    def word_starts(self, idx: np.ndarray) -> np.ndarray:
+        """uint8 [B, L]: 1 where a token of blocks ``idx`` begins a word (0 at specials)."""
+        return self._gather(idx, "starts", 0, np.uint8)
+
+
+class PairText:
+    """Sentence pairs of one language pair; pair k is (source ids, target ids) without
+    special tokens. ``limit`` keeps the first pairs only."""
+
+    def __init__(self, pieces: _Pieces, limit: int | None = None) -> None:
+        self.pieces = pieces
+        self.piece_start = np.zeros(len(pieces.names) + 1, dtype=np.int64)
+        np.cumsum(pieces.sentences, out=self.piece_start[1:])
+        n = int(self.piece_start[-1])
+        self.n = n if limit is None else min(n, limit)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _side(self, k: int, side: str, name: str) -> np.ndarray:
+        if not 0 <= k < self.n:
+            raise IndexError(f"pair {k} out of range ({self.n} pairs)")
+        i = int(np.searchsorted(self.piece_start, k, side="right")) - 1
+        j = k - int(self.piece_start[i])
+        offsets = self.pieces.array(i, f"{side}_offsets")
+        array = self.pieces.array(i, f"{side}_{name}")[offsets[j] : offsets[j + 1]]
+        return np.asarray(array, dtype=np.int32 if name == "ids" else np.uint8)
+
+    def pair(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """int32 source and target ids of pair ``k``."""
+        return self._side(k, "src", "ids"), self._side(k, "tgt", "ids")
+
+    def word_starts(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """uint8 word-start flags of pair ``k``'s source and target tokens."""
+        return self._side(k, "src", "starts"), self._side(k, "tgt", "starts")
+
+
+@dataclass
+class TokenStore:
+    """An opened, complete store: per part, a ``MonoText`` per language or a ``PairText``
+    per pair."""
+
+    path: Path
+    manifest: dict[str, Any]
+    mono: dict[str, MonoText]
+    parallel: dict[str, PairText]
+    valid_mono: dict[str, MonoText]
+    valid_parallel: dict[str, PairText]
+
+    def languages(self) -> list[str]:
+        """Every language of the training parts, sorted."""
+        langs = set(self.mono)
+        for pair in self.parallel:
+            langs.update(pair.split("-", 1))
+        return sorted(langs)
+
+
+def store_manifest(path: str | Path) -> dict[str, Any]:
+    """``store.json`` of a store; raises if ``path`` is not one."""
+    file = Path(path) / MANIFEST
+    if not file.is_file():
+        raise CrossalignError(
+            f"{path} is not a token store (no {MANIFEST}); build one with "
+            f"crossalign data tokenize --out {path} ..."
+        )
+    manifest = read_json(file, "rebuild the store")
+    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+        raise CrossalignError(
+            f"{file}: not a version-{VERSION} token store; rebuild it with crossalign data tokenize"
+        )
+    return manifest
+
+
+def missing_shards(path: str | Path) -> list[int]:
+    """Shard numbers whose manifest is not (yet) in the store."""
+    manifest = store_manifest(path)
+    n = manifest["shards"]
+    return [k for k in range(n) if not (Path(path) / "shards" / f"shard-{k}-of-{n}.json").is_file()]
+
+
+def _raise_nofile_limit() -> None:
+    """Memory maps hold a file descriptor each: allow as many as the hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def open_store(path: str | Path) -> TokenStore:
+    """Open a complete store (every shard written); raises naming the missing shards."""
+    path = Path(path)
+    manifest = store_manifest(path)
+    missing = missing_shards(path)
+    n = manifest["shards"]
+    if missing:
+        todo = ", ".join(f"--shard {k}/{n}" for k in missing)
+        raise CrossalignError(
+            f"store {path} is incomplete: run crossalign data tokenize --out {path} {todo}"
+        )
+    _raise_nofile_limit()
+    pieces: dict[str, dict[str, int]] = {}
+    for k in range(n):
+        shard = json.loads((path / "shards" / f"shard-{k}-of-{n}.json").read_text("utf-8"))
+        pieces.update(shard["pieces"])
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for piece in sorted(pieces):
+        part, name, _ = piece.split("/")
+        grouped.setdefault((part, name), []).append(piece)
+    parts: dict[str, dict[str, Any]] = {p: {} for p in PARTS}
+    for source in manifest["sources"]:
+        part, name = source.split("/")
+        names = grouped.get((part, name), [])
+        _check_not_empty(manifest, source, names, pieces)
+        loaded = _Pieces(path, names, [pieces[x] for x in names])
+        parts[part][name] = (
+            MonoText(loaded, manifest["sep_id"]) if part.endswith("mono") else PairText(loaded)
+        )
+    return TokenStore(path, manifest, **parts)
+
+
+def _check_not_empty(
+    manifest: dict[str, Any], source: str, names: list[str], pieces: dict[str, dict[str, int]]
+) -> None:
+    """Every input file must have had text (as the plain readers require)."""
+    inputs = manifest["sources"][source]["inputs"]
+    lines = [0] * len(inputs)
+    kept = 0
+    for name in names:
+        index = int(name.rsplit("/", 1)[1].split("-")[0])
+        lines[index] += pieces[name]["lines"]
+        kept += pieces[name]["sentences"]
+    for index, count in enumerate(lines):
+        if count == 0:
+            ident = inputs[index]
+            where = ident.get("path") or (ident.get("src") or {}).get("path") or ident
+            raise CrossalignError(
+                f"{where}: no text ({source}); give a UTF-8 file with one sentence per line"
+            )
+    if kept == 0:
+        raise CrossalignError(f"{source}: no sentences or sentence pairs with text on both sides")
