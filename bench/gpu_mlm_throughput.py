@@ -320,6 +320,7 @@ def crossalign_run(args, text: Path, run_dir: Path, seq: int, batch: int) -> dic
         "seconds": sum(log_every * seq * batch / x for x in tps),  # full blocks
         "final_loss": timed[-1]["loss"],
         "log_every": log_every,
+        "windows": tps,
     }
     reset_accelerate()
     release()

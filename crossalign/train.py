@@ -59,7 +59,7 @@ from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, replace_dir, write_lines_atomic, write_text_atomic
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, Objective, TokenContext
-from crossalign.objectives.mlm import MaskedLM
+from crossalign.objectives.mlm import MaskedLM, add_masked_index
 from crossalign.objectives.tlm import TranslationLM
 from crossalign.registry import did_you_mean
 
@@ -289,6 +289,7 @@ def evaluate(
                     batch = inner.heldout[name].collate(raw, gen)
                     if not real:
                         batch["labels"].fill_(IGNORE_INDEX)
+                        add_masked_index(batch)
                     loss, ntok, _ = module({name: _to(batch, accelerator.device)}, heldout=True)[
                         name
                     ]
@@ -475,6 +476,8 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                     log.write(json.dumps(record) + "\n")
                     log.flush()
 
+            bad = torch.zeros((), dtype=torch.long, device=device)
+            bad_loss = torch.zeros((), device=device)
             for item in loader:
                 step_loss = torch.zeros((), device=device)
                 for micro, collated in enumerate(item.micro):
@@ -496,14 +499,24 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                 step += 1
                 position = item.position
                 stats.steps += 1
-                if not bool(accelerator.reduce(torch.isfinite(step_loss).float(), "min")):
-                    raise CrossalignError(
-                        f"loss became {step_loss.item()} at step {step}; stopped. The last good "
-                        f"checkpoint is {last_saved or 'none (no checkpoint yet)'}; lower "
-                        f"train.lr or raise train.warmup_steps"
-                    )
+                # the first non-finite step, tracked on the device: checked (a device sync)
+                # only where the loop logs, evaluates or saves
+                bad = torch.where((bad == 0) & ~torch.isfinite(step_loss), step, bad)
+                bad_loss = torch.where(bad == step, step_loss.detach().float(), bad_loss)
+                checkpoint_due = bool(tc.save_every and step % tc.save_every == 0)
+                log_due = step % tc.log_every == 0 or step == tc.steps
+                eval_due = bool(tc.eval_every and step % tc.eval_every == 0)
+                if log_due or eval_due or checkpoint_due or stop.requested:
+                    everywhere = accelerator.gather(bad[None])
+                    if bool((everywhere > 0).any()):
+                        first_bad = int(everywhere[everywhere > 0].min())
+                        raise CrossalignError(
+                            f"loss became {bad_loss.item()} at step {first_bad}; stopped. The "
+                            f"last good checkpoint is {last_saved or 'none (no checkpoint yet)'};"
+                            f" lower train.lr or raise train.warmup_steps"
+                        )
                 bar.update(1)
-                if step % tc.log_every == 0 or step == tc.steps:
+                if log_due:
                     now = time.perf_counter()
                     record = {"step": step, "lr": scheduler.get_last_lr()[0], "processes": world}
                     record.update(stats.flush(accelerator))
@@ -522,7 +535,7 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                         emit({"step": step, **held})
                         bar.write(f"step {step}: " + _describe(held))
                     last_time = time.perf_counter()
-                if (tc.save_every and step % tc.save_every == 0) or stop.requested:
+                if checkpoint_due or stop.requested:
                     last_saved = save(step, position=position)
                     last_time = time.perf_counter()
                 if stop.requested:

@@ -12,6 +12,7 @@ prefetched beyond it, and ``--resume`` is bit-identical.
 
 from __future__ import annotations
 
+import copy
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -125,7 +126,7 @@ class StepCollator(Dataset):
         grad_accum: int,
         per: int,
     ) -> None:
-        self.objectives = objectives
+        self.objectives = {name: cpu_view(obj) for name, obj in objectives.items()}
         self.examples = examples
         self.seed, self.rank, self.grad_accum, self.per = seed, rank, grad_accum, per
 
@@ -145,6 +146,14 @@ class StepCollator(Dataset):
                     batches[name] = (raw, seed)
             micro.append(batches)
         return StepBatches(draw.step, draw.position, micro)
+
+
+def cpu_view(objective: Objective) -> Objective:
+    """A shallow copy of ``objective`` whose buffers are CPU copies, for collation in worker
+    processes: a worker forked from a process that uses CUDA cannot touch CUDA tensors."""
+    view = copy.copy(objective)
+    view._buffers = {k: None if v is None else v.cpu() for k, v in objective._buffers.items()}
+    return view
 
 
 def finish_collation(

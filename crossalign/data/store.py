@@ -98,8 +98,16 @@ def _init_worker(tokenizer_json: str, sep_id: int, dtype: str) -> None:
     _WORKER.update(tokenizer=tok, sep_id=sep_id, dtype=np.dtype(dtype))
 
 
-def _encode(lines: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Token ids, word-start flags and per-sentence lengths of ``lines`` (no specials)."""
+def _encode(lines: list[str], batch: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token ids, word-start flags and per-sentence lengths of ``lines`` (no specials),
+    encoded ``batch`` lines at a time (an ``Encoding`` holds ~100 bytes a token)."""
+    parts = [_encode_batch(lines[i : i + batch]) for i in range(0, len(lines), batch)]
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.int64)
+    return tuple(np.concatenate(p) for p in zip(*parts))
+
+
+def _encode_batch(lines: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     encodings = _WORKER["tokenizer"].encode_batch(lines, add_special_tokens=False)
     lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
     total = int(lengths.sum())

@@ -14,11 +14,24 @@ def masked_lm_logits(
     model: PreTrainedModel, hidden: torch.Tensor, selected: torch.Tensor
 ) -> torch.Tensor:
     """Vocabulary logits at the selected positions only: [N, V] for hidden [B, L, H] and
-    selected [B, L] bool. Skips the [B, L, V] product of the full head."""
+    ``selected`` [B, L] bool, or [N] long flat positions (b·L + t; no device sync). Skips the
+    [B, L, V] product of the full head."""
     head = getattr(model, "cls", None) or getattr(model, "lm_head", None)
     if head is None:
         raise TypeError(f"{type(model).__name__}: no masked-LM head found (cls or lm_head)")
-    return head(hidden[selected])
+    if selected.dtype == torch.bool:
+        return head(hidden[selected])
+    return head(hidden.flatten(0, 1).index_select(0, selected))
+
+
+def add_masked_index(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Add ``masked_index`` [N] (flat positions b·L + t of the predicted tokens) and
+    ``masked_labels`` [N], computed on the CPU at collation so the GPU step needs no
+    data-dependent indexing (which would wait for the device)."""
+    flat = batch["labels"].flatten()
+    batch["masked_index"] = (flat != IGNORE_INDEX).nonzero().squeeze(1)
+    batch["masked_labels"] = flat[batch["masked_index"]]
+    return batch
 
 
 def encode(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -85,15 +98,14 @@ class MaskedLM(Objective):
         }
         if self.ctx.languages:
             batch["token_type_ids"] = torch.full_like(ids, self.ctx.language_id(raw.source))
-        return batch
+        return add_masked_index(batch)
 
     def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Logits [N, V] at the N masked positions."""
+        """Logits [N, V] at the N masked positions (``masked_index``)."""
         hidden = encode(model, batch)
-        return masked_lm_logits(model, hidden, batch["labels"] != IGNORE_INDEX)
+        return masked_lm_logits(model, hidden, batch["masked_index"])
 
     def loss(self, batch, outputs):
         """Mean cross-entropy of the masked positions."""
-        labels = batch["labels"]
-        loss, n = masked_lm_loss(outputs, labels[labels != IGNORE_INDEX])
+        loss, n = masked_lm_loss(outputs, batch["masked_labels"])
         return loss, n, {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from crossalign.objectives.base import OBJECTIVES, RawBatch
-from crossalign.objectives.mlm import MaskedLM
+from crossalign.objectives.mlm import MaskedLM, add_masked_index
 
 
 def truncate_pair(n_src: int, n_tgt: int, budget: int) -> tuple[int, int]:
@@ -59,4 +59,4 @@ class TranslationLM(MaskedLM):
             batch["token_type_ids"] = torch.where(
                 seg == 1, ctx.language_id(tgt_lang), ctx.language_id(src_lang)
             )
-        return batch
+        return add_masked_index(batch)

@@ -186,3 +186,14 @@ def test_roberta_style_model_and_tokenizer_from_path(tiny, tmp_path):
     saved = AutoTokenizer.from_pretrained(tmp_path / "bert" / "model")
     assert saved.get_vocab() == AutoTokenizer.from_pretrained(tokenizer).get_vocab()
     assert not (tmp_path / "bert" / "tokenizer").exists()
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_dataloader_workers_on_gpu(tiny, tmp_path):
+    """Workers are forked from a process that uses CUDA: they must collate on CPU copies of
+    the objectives' buffers."""
+    args = tiny("gpu", **{"data.num_workers": 2, "train.steps": 4, "train.save_every": 2})
+    assert main(["train", *args]) == 0
+    assert (
+        main(["train", *tiny("gpu", **{"data.num_workers": 2, "train.steps": 6}), "--resume"]) == 0
+    )

@@ -6,6 +6,7 @@ from transformers import BertConfig, BertForMaskedLM, RobertaConfig, RobertaForM
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.models.build import position_offset
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
+from crossalign.objectives.mlm import add_masked_index
 from crossalign.objectives.tlm import truncate_pair
 
 
@@ -92,6 +93,7 @@ def test_mlm_loss_equals_hf_loss(arch):
     blocks = np.array([[0, 10, 11, 12, 13, 2], [0, 14, 15, 2, 1, 1]], dtype=np.int32)
     batch = mlm.collate(RawBatch("en", blocks=blocks), torch.Generator().manual_seed(5))
     batch["labels"][0, 2] = 11  # at least one prediction
+    add_masked_index(batch)  # collate derives the predicted positions from the labels
     loss, n, _ = mlm.loss(batch, mlm(model, batch))
     # Oracle: the model's own full-vocabulary loss with default position ids.
     ref = model(
