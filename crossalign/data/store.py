@@ -88,14 +88,28 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(tokenizer_json: str, sep_id: int, dtype: str) -> None:
-    """Load the backend tokenizer once per worker process (no truncation, no padding)."""
+def _init_worker(tokenizer_json: str, sep_id: int, dtype: str, failed: Any = None) -> None:
+    """Load the backend tokenizer once per worker process (no truncation, no padding);
+    ``failed`` is an event set when any worker's chunk fails."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str(tokenizer_json)
     tok.no_truncation()
     tok.no_padding()
-    _WORKER.update(tokenizer=tok, sep_id=sep_id, dtype=np.dtype(dtype))
+    _WORKER.update(tokenizer=tok, sep_id=sep_id, dtype=np.dtype(dtype), failed=failed)
+
+
+def _tokenize_or_report(task: tuple) -> tuple[str | None, dict[str, int] | None, str | None]:
+    """``_tokenize_chunk`` in a worker process: (piece, stats, None), or (None, None, the
+    error) — errors travel as values; nothing is done once another chunk failed."""
+    failed = _WORKER["failed"]
+    if failed.is_set():
+        return None, None, None
+    try:
+        return (*_tokenize_chunk(task), None)
+    except CrossalignError as e:
+        failed.set()
+        return None, None, str(e)
 
 
 def _encode(lines: list[str], batch: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -269,10 +283,24 @@ def build_store(
     bar = tqdm(total=len(mine), desc=f"tokenize {out.name}", unit="chunk", disable=not progress)
     if num_proc > 1 and len(mine) > 1:
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(min(num_proc, len(mine)), _init_worker, init) as pool:
-            for piece, stats in pool.imap_unordered(_tokenize_chunk, mine):
-                done[piece] = stats
+        failed = ctx.Event()
+        pool = ctx.Pool(min(num_proc, len(mine)), _init_worker, (*init, failed))
+        error = None
+        try:
+            for piece, stats, message in pool.imap_unordered(_tokenize_or_report, mine):
+                if message is not None:
+                    error = error or message
+                    continue
+                if piece is not None:
+                    done[piece] = stats
                 bar.update(1)
+        finally:
+            # never Pool.terminate(): killing a worker that holds the result queue's lock
+            # can hang the pool; the workers skip their remaining chunks once one failed
+            pool.close()
+            pool.join()
+        if error is not None:
+            raise CrossalignError(error)
     else:
         _init_worker(*init)
         for task in mine:

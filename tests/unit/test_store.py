@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -212,9 +214,11 @@ def test_list_of_files_drops_duplicates_across_files(files, tok, tmp_path):
     spec = [files["messy"], files["messy2"], files["en"]]
     store = build(Sources(mono={"de": spec}), tok, tmp_path / "s")
     lines = read_mono(spec)
-    assert len(lines) == len(set(lines)) < len(read_mono(files["messy"])) + len(
-        read_mono(files["messy2"])
-    ) + len(EN_LINES)
+    assert (
+        len(lines)
+        == len(set(lines))
+        < len(read_mono(files["messy"])) + len(read_mono(files["messy2"])) + len(EN_LINES)
+    )
     sentences = list(store.mono["de"].iter_sentences())
     want = tok(lines, add_special_tokens=False)["input_ids"]
     assert [s.tolist() for s in sentences] == want
@@ -319,7 +323,9 @@ def test_hf_dataset_equals_text_file(tmp_path, tok):
     for length in LENGTHS:
         data = training_data(store, tok, length, 10**9)
         np.testing.assert_array_equal(every_block(data.mono["en"]), every_block(data.mono["es"]))
-        np.testing.assert_array_equal(every_block(data.mono["en"]), oracle_blocks(tok, spec, length))
+        np.testing.assert_array_equal(
+            every_block(data.mono["en"]), oracle_blocks(tok, spec, length)
+        )
         np.testing.assert_array_equal(every_block(data.mono["de"]), oracle_blocks(tok, alt, length))
 
 
@@ -453,24 +459,80 @@ def reader_error(fn, *args) -> str:
     return str(err.value)
 
 
-@pytest.mark.parametrize("num_proc", [1, 2])
-def test_non_utf8_line_names_file_and_line(tmp_path, tok, num_proc):
-    bad = tmp_path / "bad.txt"
-    good = [f"line {i}".encode() for i in range(20)]
-    good[13] = "caf\xe9 latin-1".encode("latin-1")  # line 14: in the fifth chunk of 3 lines
-    bad.write_bytes(b"\n".join(good) + b"\n")
-    want = reader_error(read_mono, str(bad))
+def latin1_file(path: Path) -> str:
+    """20 lines; line 14 (in the fifth chunk of 3 lines) is not UTF-8."""
+    lines = [f"line {i}".encode() for i in range(20)]
+    lines[13] = "caf\xe9 latin-1".encode("latin-1")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return str(path)
+
+
+def test_non_utf8_line_names_file_and_line(tmp_path, tok):
+    bad = latin1_file(tmp_path / "bad.txt")
+    want = reader_error(read_mono, bad)
     assert "bad.txt:14: not UTF-8" in want
-    for sources in (Sources(mono={"en": str(bad)}), Sources(mono={"en": [str(EN), str(bad)]})):
+    for i, spec in enumerate((bad, [str(EN), bad])):
         with pytest.raises(CrossalignError) as err:
-            build(sources, tok, tmp_path / f"s{num_proc}", num_proc=num_proc)
+            build(Sources(mono={"en": spec}), tok, tmp_path / f"s{i}")
         assert str(err.value) == want
     # the target side of a parallel corpus
     src = tmp_path / "src.txt"
     src.write_text("\n".join(EN_LINES[:20]) + "\n", encoding="utf-8")
     with pytest.raises(CrossalignError) as err:
-        build(Sources(parallel={"en-es": [str(src), str(bad)]}), tok, tmp_path / "p")
-    assert str(err.value) == reader_error(read_parallel, [str(src), str(bad)]) == want
+        build(Sources(parallel={"en-es": [str(src), bad]}), tok, tmp_path / "p")
+    assert str(err.value) == reader_error(read_parallel, [str(src), bad]) == want
+
+
+WORKER_ERROR = """
+import faulthandler
+import sys
+from pathlib import Path
+from crossalign.data.prepare import Sources, store_sources
+from crossalign.data.store import build_store
+from crossalign.data.tokenizer import load_tokenizer
+from crossalign.errors import CrossalignError
+
+tok, bad, out, want, times = sys.argv[1:]
+tok = load_tokenizer(tok)
+for i in range(int(times)):
+    # a build that makes no progress for 30 s is stuck: print where, and exit
+    faulthandler.dump_traceback_later(30, exit=True)
+    try:
+        build_store(store_sources(Sources(mono={"en": bad})), tok, Path(out) / str(i), "k",
+                    num_proc=2, chunk_lines=3, progress=False)
+    except CrossalignError as e:
+        assert str(e) == want, str(e)
+    else:
+        sys.exit("no error")
+    faulthandler.cancel_dump_traceback_later()
+    print(i, flush=True)
+"""
+
+
+def test_error_in_a_worker_process_is_reported(tmp_path, tok):
+    """With num_proc=2 the error of a chunk comes back from a worker process: the build must
+    stop with it every time. A hang is a race (about 1 build in 100-300 here), so two child
+    processes repeat the build side by side; a stuck one exits with its stack."""
+    bad = latin1_file(tmp_path / "bad.txt")
+    want = reader_error(read_mono, bad)
+    tok.save_pretrained(tmp_path / "tok")
+    times = 50
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+
+    def cmd(i: int) -> list[str]:
+        args = [str(tmp_path / "tok"), bad, str(tmp_path / f"s{i}"), want, str(times)]
+        return [sys.executable, "-c", WORKER_ERROR, *args]
+
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": env}
+    children = [subprocess.Popen(cmd(i), **pipes) for i in range(2)]
+    results = [child.communicate(timeout=600) for child in children]
+    for child, (stdout, stderr) in zip(children, results):
+        done = len(stdout.splitlines())
+        assert "Timeout" not in stderr, (
+            f"build_store(num_proc=2) hung after a worker raised (build {done + 1} of {times}):\n"
+            + stderr[-3000:]
+        )
+        assert child.returncode == 0 and done == times, stderr[-2000:]
 
 
 def test_parallel_files_of_different_lengths(tmp_path, tok):
