@@ -161,10 +161,12 @@ def build_setup(
     if store is None:
         # the main process builds (or finds) the store; the others then find it built
         if main:
-            cached_store(sources, tokenizer, cfg.data.cache_dir, cfg.data.num_proc)
+            path = cached_store(sources, tokenizer, cfg.data.cache_dir, cfg.data.num_proc)
         if accelerator is not None:
             accelerator.wait_for_everyone()
-        store = open_store(cached_store(sources, tokenizer, cfg.data.cache_dir, progress=False))
+        if not main:
+            path = cached_store(sources, tokenizer, cfg.data.cache_dir, progress=False)
+        store = open_store(path)
     streamed = {k: v for k, v in (sources.mono if sources else {}).items() if is_streaming(v)}
     data = training_data(
         store, tokenizer, cfg.data.max_length, cfg.data.max_valid_sequences, streamed
