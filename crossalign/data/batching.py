@@ -103,6 +103,7 @@ class SourceSampler:
         self.salt = salt
         self.sequential = sequential
         self.drawn = dict.fromkeys(self.names, 0)
+        self._epoch_order: dict[str, tuple[int, np.ndarray]] = {}
 
     def _indices(self, name: str, start: int, count: int) -> np.ndarray:
         if name in self.sequential:  # a stream: read in order
@@ -113,11 +114,24 @@ class SourceSampler:
         pos = start
         while len(out) < count:
             epoch, offset = divmod(pos, n)
-            perm = np.random.default_rng([self.seed, self.salt, src, epoch]).permutation(n)
+            perm = self._order(name, src, epoch)
             take = perm[offset : offset + count - len(out)]
             out.extend(take.tolist())
             pos += len(take)
         return np.array(out, dtype=np.int64)
+
+    def _order(self, name: str, src: int, epoch: int) -> np.ndarray:
+        """The seeded permutation of ``name``'s examples in ``epoch``, made once per epoch
+        (O(n) to make: not once per draw)."""
+        cached = self._epoch_order.get(name)
+        if cached is None or cached[0] != epoch:
+            n = self.sizes[name]
+            cached = (
+                epoch,
+                np.random.default_rng([self.seed, self.salt, src, epoch]).permutation(n),
+            )
+            self._epoch_order[name] = cached
+        return cached[1]
 
     def draw(self, step: int, batch_size: int) -> tuple[str, np.ndarray]:
         """Source name and [batch_size] example indices of global step ``step``."""

@@ -182,6 +182,15 @@ class PairInput:
 _DATASETS: dict[tuple[str, str, str], Any] = {}
 
 
+def load_dataset_args(dataset: str, split: str) -> tuple[tuple, dict[str, Any]]:
+    """``datasets.load_dataset`` arguments for a name, a directory of data files, or one
+    .json/.jsonl/.csv/.parquet/.txt file (read through its builder)."""
+    path = Path(dataset)
+    if path.is_file() and path.suffix in DATA_FILE_BUILDERS:
+        return (DATA_FILE_BUILDERS[path.suffix],), {"data_files": {split: str(path)}}
+    return (dataset,), {}
+
+
 def load_dataset_column(dataset: str, split: str, column: str) -> Any:
     """Column ``column`` of a Hugging Face dataset (memory-mapped Arrow, loaded once per
     process): a name for ``load_dataset``, a ``save_to_disk`` directory, a directory of data
@@ -197,11 +206,9 @@ def load_dataset_column(dataset: str, split: str, column: str) -> Any:
             ds = datasets.load_from_disk(str(path))
             if isinstance(ds, datasets.DatasetDict):
                 ds = ds[split]
-        elif path.is_file() and path.suffix in DATA_FILE_BUILDERS:
-            builder = DATA_FILE_BUILDERS[path.suffix]
-            ds = datasets.load_dataset(builder, data_files={split: str(path)}, split=split)
         else:
-            ds = datasets.load_dataset(dataset, split=split)
+            args, kwargs = load_dataset_args(dataset, split)
+            ds = datasets.load_dataset(*args, split=split, **kwargs)
     except (FileNotFoundError, ValueError, ConnectionError, KeyError) as e:
         raise CrossalignError(
             f"dataset {dataset} (split {split}): {str(e).splitlines()[0]}"

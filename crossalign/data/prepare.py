@@ -29,7 +29,6 @@ from crossalign.data.store import (
     build_store,
     missing_shards,
     open_store,
-    store_manifest,
     tokenizer_fingerprint,
 )
 from crossalign.data.streaming import StreamingText, is_streaming
@@ -289,7 +288,6 @@ def open_training_store(cfg: DataConfig, path: str | Path) -> TokenStore:
             f"data.store is set together with data.{', data.'.join(given)}: a store holds its "
             f"sources already; drop one of them"
         )
-    store_manifest(path)
     return open_store(path)
 
 

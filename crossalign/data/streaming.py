@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from crossalign.data.inputs import load_dataset_args
 from crossalign.errors import CrossalignError
 
 STREAM_KEYS = {"dataset", "split", "column", "streaming", "size"}
@@ -58,24 +59,13 @@ class StreamingText:
         import datasets
 
         try:
-            args, kwargs = self._builder()
+            args, kwargs = load_dataset_args(self.dataset, self.split)
             ds = datasets.load_dataset(*args, split=self.split, streaming=True, **kwargs)
             ds = ds.select_columns([self.column])
         except (FileNotFoundError, ValueError, ConnectionError, KeyError) as e:
             raise CrossalignError(f"{self.where}: {str(e).splitlines()[0]}") from None
         for row, item in enumerate(ds.skip(skip), skip):
             yield row, item[self.column]
-
-    def _builder(self) -> tuple[tuple, dict]:
-        """``load_dataset`` arguments: a local data file through its builder, else a name."""
-        from pathlib import Path
-
-        from crossalign.data.readers import DATA_FILE_BUILDERS
-
-        path = Path(self.dataset)
-        if path.is_file() and path.suffix in DATA_FILE_BUILDERS:
-            return (DATA_FILE_BUILDERS[path.suffix],), {"data_files": {self.split: str(path)}}
-        return (self.dataset,), {}
 
     def _tokenized(self, rows, limit: int | None = None):
         for i, (_, text) in enumerate(rows):

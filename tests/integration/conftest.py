@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,16 @@ def tiny_overrides(run_dir: Path, **extra: object) -> list[str]:
 def tiny(tmp_path: Path):
     """A function giving tiny-run overrides under ``tmp_path``."""
     return lambda name="run", **extra: tiny_overrides(tmp_path / name, **extra)
+
+
+def train_two_processes(args: list[str], port: int) -> None:
+    """``crossalign train ARGS`` as 2 CPU processes under torch.distributed.run; asserts it
+    succeeds."""
+    pytest.importorskip("torch.distributed")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+        "--master_port", str(port), "-m", "crossalign", "train", *args,
+    ]  # fmt: skip
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]

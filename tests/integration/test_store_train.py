@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from crossalign.cli import main
 from crossalign.config import TokenizerConfig
 from crossalign.data.tokenizer import train_tokenizer
 
-from .conftest import FIXTURES, tiny_overrides
+from .conftest import FIXTURES, tiny_overrides, train_two_processes
 
 STEPS = 4
 NO_SOURCES = {"data.mono": "{}", "data.parallel": "{}", "data.valid_mono": "{}"}
@@ -129,15 +127,8 @@ def test_store_with_other_sources_is_refused(tiny, store, capsys):
 
 
 def test_two_processes_from_a_store(tiny, tmp_path, store):
-    pytest.importorskip("torch.distributed")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     args = from_store(tiny, "ddp", store, **short(**{"train.steps": 2, "data.num_workers": 1}))
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-        "--master_port", "29541", "-m", "crossalign", "train", *args,
-    ]  # fmt: skip
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-    assert out.returncode == 0, out.stderr[-2000:]
+    train_two_processes(args, 29541)
     logged = records(tmp_path / "ddp")
     assert [r["step"] for r in logged if "loss" in r] == [1, 2]
     assert all(r["processes"] == 2 for r in logged if "loss" in r)

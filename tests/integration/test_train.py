@@ -16,7 +16,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from crossalign.cli import main
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, train_two_processes
 
 
 def losses(run_dir: Path) -> dict[int, float]:
@@ -131,15 +131,8 @@ def _cli(*args: str) -> list[str]:
 
 
 def test_two_processes(tiny, tmp_path):
-    pytest.importorskip("torch.distributed")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     args = tiny("ddp", **{"train.steps": 4, "train.log_every": 2, "train.save_every": 0})
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-        "--master_port", "29531", "-m", "crossalign", "train", *args,
-    ]  # fmt: skip
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-    assert out.returncode == 0, out.stderr[-2000:]
+    train_two_processes(args, 29531)
     records = [json.loads(x) for x in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
     assert records[0]["processes"] == 2 and records[-1]["valid/mlm_ppl"] > 1
     AutoModelForMaskedLM.from_pretrained(tmp_path / "ddp" / "model")
