@@ -36,8 +36,12 @@ from crossalign.evals.gold import TestSet, read_testset
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / ".." / "shared" / "data" / "word-alignment-gold"
 METHODS = {
-    "crossalign ot": AlignConfig(method="ot"),
-    "crossalign ot, no filtering": AlignConfig(method="ot", filter_iters=1),
+    "crossalign ot (Eq. 6-9)": AlignConfig(method="ot"),
+    "crossalign ot, union (no filter)": AlignConfig(method="ot", ot_filter="union"),
+    "crossalign ot, mutual argmax": AlignConfig(method="ot", filter_iters=1),
+    "crossalign ot, cols-first+itermax": AlignConfig(
+        method="ot", sinkhorn_order="columns-first", ot_filter="itermax"
+    ),
     "crossalign itermax": AlignConfig(method="itermax"),
     "crossalign argmax": AlignConfig(method="argmax"),
 }

@@ -45,6 +45,7 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--threshold", type=int, default=20)
+    parser.add_argument("--other-max", type=int, default=0, help="0: as docs/lexicon.md measured")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     args = parser.parse_args()
     if args.threads:
@@ -58,7 +59,7 @@ def main() -> None:
     ctx = TokenContext.for_model(tok, model, args.length, language_embeddings=False)
     objectives = {"mlm": OBJECTIVES.get("mlm")(ctx)}
     for name in ("tcs_mlm", "scs_mlm"):
-        objective = OBJECTIVES.get(name)(ctx, threshold=args.threshold)
+        objective = OBJECTIVES.get(name)(ctx, threshold=args.threshold, other_max=args.other_max)
         objective.set_texts(texts)
         t = time.perf_counter()
         objective.start(model)

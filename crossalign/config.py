@@ -118,8 +118,19 @@ class ObjectiveConfig:
     """Registered objective name (``crossalign ls objectives``)."""
     weight: float = 1.0
     """Multiplier of this objective's loss in the total."""
+    batch_size: int | None = None
+    """Sequences (pairs for parallel objectives) of this objective per optimizer step, over
+    all processes (default: ``train.batch_size``). With ``train.objective_mix: pooled`` the
+    objectives' batch sizes set their shares of the step, as one mixed dataset (XLM: TLM
+    instances 25% of MLM's)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Keyword options of the objective, e.g. ``mask_prob``."""
+
+    def __post_init__(self) -> None:
+        if self.batch_size is not None and self.batch_size < 1:
+            raise CrossalignError(
+                f"objective {self.name}: batch_size={self.batch_size} must be >= 1"
+            )
 
 
 @dataclass
@@ -129,7 +140,8 @@ class TrainConfig:
     steps: int = 1000
     """Optimizer steps."""
     batch_size: int = 32
-    """Global batch: sequences per objective per optimizer step, over all processes."""
+    """Global batch: sequences per objective per optimizer step, over all processes (an
+    objective's own ``batch_size`` overrides it)."""
     grad_accum: int = 1
     """Micro-batches accumulated per optimizer step (per-process micro-batch = batch_size /
     (processes * grad_accum))."""
@@ -139,6 +151,14 @@ class TrainConfig:
     """AdamW weight decay (not applied to biases and LayerNorm weights)."""
     betas: tuple[float, float] = (0.9, 0.98)
     """AdamW betas."""
+    adam_eps: float = 1e-8
+    """AdamW epsilon (XLM-Align's Table 11: 1e-6)."""
+    objective_mix: str = "weighted"
+    """How objectives combine: weighted (Σ weight · the objective's mean loss over its own
+    predicted tokens; every objective gets its own batch each step) or pooled (Σ weight ·
+    summed loss / the predicted tokens of all objectives: one mean over a mixed batch, so an
+    objective's share of the gradient follows its share of the predicted tokens, set by the
+    objectives' ``batch_size``; XLM's mixed MLM+TLM data)."""
     warmup_steps: int = 100
     """Linear warm-up steps, then linear decay to zero at ``steps``."""
     max_grad_norm: float = 1.0
@@ -157,6 +177,12 @@ class TrainConfig:
     """Keep this many most recent checkpoints."""
 
     def __post_init__(self) -> None:
+        if self.objective_mix not in ("weighted", "pooled"):
+            raise CrossalignError(
+                f"train.objective_mix '{self.objective_mix}' must be weighted or pooled"
+            )
+        if self.adam_eps <= 0:
+            raise CrossalignError(f"train.adam_eps={self.adam_eps} must be > 0")
         if self.precision not in ("auto", "no", "bf16", "fp16"):
             raise CrossalignError(
                 f"train.precision '{self.precision}' must be one of auto, no, bf16, fp16"

@@ -11,21 +11,16 @@ def _derived(args: argparse.Namespace) -> int:
     from crossalign.study import format_results, run_study
 
     objectives = [o.strip() for o in args.objectives.split(",") if o.strip()]
-    derived_out = f"{args.out}/derived"
-    args_for_derive = argparse.Namespace(**{**vars(args), "out": derived_out})
-    derive = {
-        "corpora": args.corpus,
-        "transform": args.transform,
-        "overlap": args.overlap / 100.0,
-        "dict_fraction": args.dict_fraction,
-        "parallel_fraction": args.parallel_fraction,
-        "tokenizer": args.tokenizer,
-        "vocab_size": args.vocab_size,
-        "max_lines": args.max_lines,
-        "seed": args.seed,
-        "n_valid": args.valid,
-        "n_test": args.test,
-    }
+    transforms = [t.strip() for t in args.transform.split(",") if t.strip()]
+    derives = []
+    for transform in transforms:
+        derive = _derive_settings(args, transform)
+        for_command = {
+            **vars(args),
+            "transform": transform,
+            "out": f"{args.out}/{transform}/derived",
+        }
+        derives.append((derive, derive_command_line(argparse.Namespace(**for_command))))
     train = {
         "preset": args.preset,
         "steps": args.steps,
@@ -37,43 +32,67 @@ def _derived(args: argparse.Namespace) -> int:
     results = run_study(
         args.out,
         objectives,
-        derive,
-        derive_command_line(args_for_derive),
+        derives,
         train,
         finetune_config(args),
         task=args.task,
         download=args.download,
         overrides=args.overrides,
     )
-    print(f"\n{args.transform}, {args.task}: SUP / ZS / Δ accuracy (%), alignment score (%)\n")
+    print(f"\n{args.task}: SUP / ZS / Δ word accuracy, Δ macro-F1, alignment scores (%)\n")
     print(format_results(results["rows"], results["spearman_alignment_delta"]))
     print(f"\nwrote {args.out}/results.json and {args.out}/results.md")
     return 0
+
+
+def _derive_settings(args: argparse.Namespace, transform: str) -> dict:
+    """The ``write_derived`` keywords of one transform of ``study derived``."""
+    return {
+        "corpora": args.corpus,
+        "transform": transform,
+        "overlap": args.overlap / 100.0,
+        "dict_fraction": args.dict_fraction,
+        "parallel_fraction": args.parallel_fraction,
+        "tokenizer": args.tokenizer,
+        "vocab_size": args.vocab_size,
+        "max_lines": args.max_lines,
+        "seed": args.seed,
+        "n_valid": args.valid,
+        "n_test": args.test,
+    }
 
 
 def add_study_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``crossalign study`` and its ``derived`` study."""
     from crossalign.data.derive_commands import add_derive_arguments
     from crossalign.evals.derived_commands import add_finetune_arguments
-    from crossalign.study import STUDY_OBJECTIVES
+    from crossalign.study import STUDY_OBJECTIVES, VARIANT_OBJECTIVES
 
     p = sub.add_parser("study", help="multi-run studies that reproduce a paper's comparison")
     studies = p.add_subparsers(dest="study_command", required=True, metavar="STUDY")
     s = studies.add_parser(
         "derived",
-        help="objectives compared on English + a derived language: SUP, ZS, Δ, alignment",
-        description="Derive a language from English (as crossalign data derive), pre-train one "
-        "model per objective with the same budget and seed, score each model's alignment "
-        "(crossalign eval alignment-score) and transfer (crossalign eval transfer), and report "
-        "a table with the Spearman correlation between alignment and Δ. Writes OUT/derived/, "
-        "OUT/configs/, OUT/runs/<objective>/, OUT/results.{json,md}; finished runs are reused.",
+        help="objectives compared on English + derived languages: SUP, ZS, Δ, alignment",
+        description="For each transform, derive a language from English (as crossalign data "
+        "derive), pre-train one model per objective with the same budget and seed, score each "
+        "model's alignment (crossalign eval alignment-score) and transfer (crossalign eval "
+        "transfer); report a table with the Spearman correlation (and p-value) between "
+        "alignment and Δ over every objective x transform point. Writes "
+        "OUT/<transform>/{derived,configs,runs/<objective>}/ and OUT/results.{json,md}; "
+        "finished runs are reused.",
     )
-    add_derive_arguments(s, out=False)
+    add_derive_arguments(
+        s,
+        out=False,
+        transform_help="comma-separated derived languages, each trans or a composition with "
+        "it, e.g. trans,trans+inv,trans+syn",
+    )
     s.add_argument("--out", required=True, help="study directory")
     s.add_argument(
         "--objectives",
         default=",".join(STUDY_OBJECTIVES),
-        help=f"comma-separated, from {', '.join(STUDY_OBJECTIVES)} (all)",
+        help=f"comma-separated, from {', '.join(STUDY_OBJECTIVES + VARIANT_OBJECTIVES)} "
+        f"(default {','.join(STUDY_OBJECTIVES)}; mlm_lang: MLM with language embeddings)",
     )
     s.add_argument("--preset", default="small", help="model size preset (small)")
     s.add_argument("--steps", type=int, default=1000, help="optimizer steps per objective (1000)")

@@ -2,7 +2,9 @@
 
 Read top to bottom: set up (data, tokenizer, model, objectives), then per optimizer step draw
 one global batch per objective, split it over processes and micro-batches, sum the weighted
-losses, step AdamW with warm-up and linear decay; log, evaluate and checkpoint on schedule.
+losses (micro-batches weighted by their predicted tokens, so the step does not depend on how
+the batch is split), step AdamW with warm-up and linear decay; log, evaluate and checkpoint on
+schedule.
 """
 
 from __future__ import annotations
@@ -261,6 +263,54 @@ class LogStats:
         return record
 
 
+def accumulate_gradients(
+    accelerator: Accelerator,
+    module: nn.Module,
+    micro: list[dict[str, dict[str, torch.Tensor]]],
+    objectives: dict[str, Objective],
+    weights: dict[str, float],
+    mix: str = "weighted",
+) -> tuple[torch.Tensor, list[dict]]:
+    """Forward and backward of this process's micro-batches of one optimizer step, weighted by
+    predicted tokens so that the gradient equals one pass over the whole global batch, however
+    it is split over micro-batches and processes (fairseq's ``sample_size`` normalisation).
+
+    With ``n_pmo`` the predicted tokens of objective o in micro-batch m of process p (its
+    ``token_count``) and ``L_pmo`` its mean loss, the step's loss is::
+
+        weighted:  Σ_o w_o Σ_pm n_pmo L_pmo / N_o     N_o = Σ_pm n_pmo
+        pooled:    Σ_o w_o Σ_pm n_pmo L_pmo / N       N = Σ_o N_o
+
+    Each process backpropagates ``world ·`` its part (DDP averages gradients over processes);
+    the token totals take one all-reduce per step. An objective whose loss is not a mean over
+    its ``token_count`` (an auxiliary term) is weighted by that count all the same.
+
+    micro: per micro-batch, per objective, a collated CPU batch -> (this process's part of the
+    step loss, a scalar on the device; per micro-batch, each objective's (loss, n, metrics)).
+    """
+    names = list(objectives)
+    device = accelerator.device
+    counts = torch.tensor(
+        [[float(objectives[n].token_count(batches[n])) for n in names] for batches in micro]
+    )  # [M, O]
+    totals = accelerator.reduce(counts.sum(0).to(device), "sum")  # [O]
+    if mix == "pooled":
+        totals = totals.sum().expand(len(names))
+    scales = counts.to(device) * accelerator.num_processes / totals.clamp(min=1)  # [M, O]
+    step_loss = torch.zeros((), device=device)
+    results_per_micro = []
+    for m, batches in enumerate(micro):
+        batches = {n: _to(b, device) for n, b in batches.items()}
+        sync = m == len(micro) - 1
+        with contextlib.nullcontext() if sync else accelerator.no_sync(module):
+            results = module(batches)
+            total = sum(weights[n] * results[n][0] * scales[m, o] for o, n in enumerate(names))
+            accelerator.backward(total)
+        step_loss += total.detach()
+        results_per_micro.append(results)
+    return step_loss, results_per_micro
+
+
 def evaluate(
     accelerator: Accelerator,
     module: nn.Module,
@@ -331,7 +381,9 @@ def _optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
         {"params": decay, "weight_decay": cfg.train.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=cfg.train.lr, betas=tuple(cfg.train.betas))
+    return torch.optim.AdamW(
+        groups, lr=cfg.train.lr, betas=tuple(cfg.train.betas), eps=cfg.train.adam_eps
+    )
 
 
 def save_checkpoint(
@@ -399,6 +451,14 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
             f"train.grad_accum ({tc.grad_accum})"
         )
     per = tc.batch_size // (world * tc.grad_accum)
+    batch_sizes = {oc.name: oc.batch_size or tc.batch_size for oc in cfg.objectives}
+    for name, size in batch_sizes.items():
+        if size % (world * tc.grad_accum):
+            raise CrossalignError(
+                f"objective {name}: batch_size={size} must be divisible by processes ({world}) "
+                f"× train.grad_accum ({tc.grad_accum})"
+            )
+    per_objective = {name: size // (world * tc.grad_accum) for name, size in batch_sizes.items()}
     resume_from = find_resume_checkpoint(run_dir, resume) if resume else None
     if resume_from is None and any((run_dir / "checkpoints").glob("step-*")):
         raise CrossalignError(
@@ -453,7 +513,6 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
     stop = StopRequest()
     previous_handler = signal.signal(signal.SIGINT, stop)
     device = accelerator.device
-    names = list(setup.objectives)
     stats = LogStats(setup.objectives, setup.weights)
     tokens_seen, last_time = 0, time.perf_counter()
     last_saved: Path | None = resume_from
@@ -467,8 +526,8 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
         run_dir,
         keep=tc.keep_checkpoints,
     )
-    collator = StepCollator(setup.objectives, examples, tc.seed, rank, tc.grad_accum, per)
-    plan = StepPlan(samplers, step, tc.steps, tc.batch_size, streams, position)
+    collator = StepCollator(setup.objectives, examples, tc.seed, rank, tc.grad_accum, per_objective)
+    plan = StepPlan(samplers, step, tc.steps, batch_sizes, streams, position)
     loader = step_loader(collator, plan, cfg.data.num_workers)
     try:
         with open(metrics_path, "a", encoding="utf-8") if main else contextlib.nullcontext() as log:
@@ -481,18 +540,15 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
             bad = torch.zeros((), dtype=torch.long, device=device)
             bad_loss = torch.zeros((), device=device)
             for item in loader:
-                step_loss = torch.zeros((), device=device)
-                for micro, collated in enumerate(item.micro):
-                    batches = finish_collation(setup.objectives, collated)
-                    tokens_seen += sum(int(b["attention_mask"].sum()) for b in batches.values())
-                    batches = {n: _to(b, device) for n, b in batches.items()}
-                    sync = micro == tc.grad_accum - 1
-                    with contextlib.nullcontext() if sync else accelerator.no_sync(module):
-                        results = module(batches)
-                        total = sum(setup.weights[n] * results[n][0] for n in names)
-                        accelerator.backward(total / tc.grad_accum)
-                    step_loss += total.detach() / tc.grad_accum
-                    stats.add(results, 1.0 / tc.grad_accum)
+                micro = [finish_collation(setup.objectives, c) for c in item.micro]
+                tokens_seen += sum(
+                    int(b["attention_mask"].sum()) for batches in micro for b in batches.values()
+                )
+                step_loss, results = accumulate_gradients(
+                    accelerator, module, micro, setup.objectives, setup.weights, tc.objective_mix
+                )
+                for micro_results in results:
+                    stats.add(micro_results, 1.0 / tc.grad_accum)
                 if tc.max_grad_norm > 0:
                     accelerator.clip_grad_norm_(module.parameters(), tc.max_grad_norm)
                 optimizer.step()

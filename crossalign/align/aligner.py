@@ -186,6 +186,8 @@ class WordAligner:
                 cfg.eps,
                 cfg.filter_iters,
                 cfg.alpha,
+                cfg.sinkhorn_order,
+                cfg.ot_filter,
             )
             words = word_links(links, src_words, tgt_words, batch.n_src_words, batch.n_tgt_words)
         return words.cpu()

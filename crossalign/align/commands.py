@@ -14,7 +14,13 @@ if TYPE_CHECKING:
 
 def add_aligner_arguments(p: argparse.ArgumentParser) -> None:
     """The options shared by ``align`` and ``eval aer --model``: model, method and constants."""
-    from crossalign.align.options import METHODS, SUBWORD_MODES, AlignConfig
+    from crossalign.align.options import (
+        METHODS,
+        OT_FILTERS,
+        SINKHORN_ORDERS,
+        SUBWORD_MODES,
+        AlignConfig,
+    )
 
     d = AlignConfig()
     p.add_argument("--model", metavar="DIR", help="save_pretrained model + tokenizer directory")
@@ -57,7 +63,20 @@ def add_aligner_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="Sinkhorn iterations (ot)",
     )
+    p.add_argument(
+        "--sinkhorn-order",
+        choices=SINKHORN_ORDERS,
+        default=d.sinkhorn_order,
+        help="rows-first: XLM-Align Eq. 6 (default); columns-first: POT / the released aligner",
+    )
     p.add_argument("--mu", type=float, default=d.mu, help="entropic regularisation μ (ot)")
+    p.add_argument(
+        "--ot-filter",
+        choices=OT_FILTERS,
+        default=d.ot_filter,
+        help="links from the ot plan: iterative (XLM-Align Eq. 7-9, default), itermax "
+        "(SimAlign's IterMax), union (forward ∪ backward argmax, no filtering)",
+    )
     p.add_argument(
         "--filter-iters",
         type=int,
@@ -83,6 +102,8 @@ def aligner_config(args: argparse.Namespace) -> AlignConfig:
         joint=args.joint,
         subwords=args.subwords,
         sinkhorn_iters=args.sinkhorn_iters,
+        sinkhorn_order=args.sinkhorn_order,
+        ot_filter=args.ot_filter,
         mu=args.mu,
         filter_iters=args.filter_iters,
         alpha=args.alpha,

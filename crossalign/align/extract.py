@@ -1,13 +1,13 @@
 """Links from a score matrix: SimAlign's ArgMax and IterMax, and XLM-Align's optimal-transport
-extraction with iterative alignment filtering. All batched: scores [B, m, n] with masks
-src_mask [B, m] and tgt_mask [B, n] (True at real tokens); links are bool [B, m, n]."""
+extraction with iterative alignment filtering (Eq. 7-9). All batched: scores [B, m, n] with
+masks src_mask [B, m] and tgt_mask [B, n] (True at real tokens); links are bool [B, m, n]."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from crossalign.align.options import METHODS
+from crossalign.align.options import METHODS, OT_FILTERS
 from crossalign.align.similarity import cosine_scores, dot_scores, log_clamped
 from crossalign.align.sinkhorn import sinkhorn_log
 
@@ -42,8 +42,8 @@ def itermax_links(
     max_count: int = 2,
     alpha: float = 0.9,
 ) -> torch.Tensor:
-    """SimAlign's IterMax (its ``iter_max``), which XLM-Align applies to the transport plan as
-    iterative alignment filtering (§3.1).
+    """SimAlign's IterMax (its ``iter_max``); ``ot_filter="itermax"`` applies it to the transport
+    plan instead of XLM-Align's own filtering (``alignment_filter_links``).
 
     Round 1 is ArgMax. Each further round (``max_count - 1`` of them) extracts ArgMax links
     again from the scores reweighted by what is already aligned::
@@ -75,6 +75,60 @@ def itermax_links(
     return links
 
 
+def union_links(
+    scores: torch.Tensor, src_mask: torch.Tensor, tgt_mask: torch.Tensor
+) -> torch.Tensor:
+    """The union of the forward and backward argmax alignments,
+    ``{(i, j) : j = argmax_k s_ik  or  i = argmax_k s_kj}`` (XLM-Align's ablation without
+    alignment filtering).
+
+    scores [B, m, n], src_mask [B, m], tgt_mask [B, n] -> bool [B, m, n].
+    """
+    valid = src_mask[:, :, None] & tgt_mask[:, None, :]
+    m, n = scores.shape[1:]
+    if m == 0 or n == 0:
+        return torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)
+    masked = scores.masked_fill(~valid, float("-inf"))
+    forward = F.one_hot(masked.argmax(dim=2), n).bool()
+    backward = F.one_hot(masked.argmax(dim=1), m).bool().transpose(1, 2)
+    return (forward | backward) & valid
+
+
+def alignment_filter_links(
+    scores: torch.Tensor,
+    src_mask: torch.Tensor,
+    tgt_mask: torch.Tensor,
+    rounds: int = 2,
+    alpha: float = 0.9,
+) -> torch.Tensor:
+    """XLM-Align's iterative alignment filtering (§3.1, Eq. 7-9) on a transport plan.
+
+    Round 1 (Eq. 7) takes the mutual argmaxes of ``A* = T``. Each further round (``rounds - 1``
+    of them) discounts the scores of every token already aligned (Eq. 8)::
+
+        A*_ij <- α · A*_ij   if row i or column j holds a link,   A*_ij otherwise
+
+    and adds the mutual argmaxes of ``A*`` among the pairs not yet linked (Eq. 9). Unlike
+    IterMax (``itermax_links``), a pair whose two ends are both aligned still competes (with
+    its score discounted), a new link needs no free end, and short sentences get no special
+    case: on ``[[.9, .5, .1], [.5, .8, .1], [.1, .1, .05]]`` with α = 0.9, two rounds give
+    ``{(0,0), (1,1)}`` then add ``(0,1)`` and ``(1,0)``, where IterMax adds ``(0,2)`` and
+    ``(2,0)``. Each round adds at least the largest score among unlinked pairs.
+
+    scores [B, m, n] (non-negative), src_mask [B, m], tgt_mask [B, n] -> bool [B, m, n].
+    """
+    valid = src_mask[:, :, None] & tgt_mask[:, None, :]
+    links = argmax_links(scores, src_mask, tgt_mask)
+    weighted = scores
+    for _ in range(rounds - 1):
+        touched = links.any(2)[:, :, None] | links.any(1)[:, None, :]
+        weighted = torch.where(touched, alpha * weighted, weighted)
+        candidates = valid & ~links
+        new = _mutual_argmax(weighted.masked_fill(~candidates, float("-inf")))
+        links = links | (new & candidates)
+    return links
+
+
 def subword_links(
     src: torch.Tensor,
     tgt: torch.Tensor,
@@ -86,15 +140,16 @@ def subword_links(
     eps: float = 1e-6,
     filter_iters: int = 2,
     alpha: float = 0.9,
+    sinkhorn_order: str = "rows-first",
+    ot_filter: str = "iterative",
 ) -> torch.Tensor:
     """Subword links of a batch of pairs from their hidden states.
 
-    - ``ot`` (XLM-Align §3.1): transport plan ``T`` of ``f_sim = log max(ε, h_iᵀ h_j)`` by
-      ``sinkhorn_iters`` Sinkhorn iterations with regularisation ``μ``; links are the
-      intersection of the forward and backward argmax of ``T``, then ``filter_iters - 1``
-      rounds of iterative alignment filtering (``itermax_links`` on ``T``, discount ``α``).
-      The states are not normalised, as in the paper: a row or column scale of ``K`` is
-      absorbed by Sinkhorn's scalings, so this equals cosine scores except where clamped.
+    - ``ot`` (XLM-Align §3.1): transport plan ``T`` of ``f_sim = log max(ε, h_iᵀ h_j)`` (raw
+      dot products, as the paper) by ``sinkhorn_iters`` Sinkhorn iterations in
+      ``sinkhorn_order`` with regularisation ``μ``; then ``ot_filter`` extracts links from
+      ``T``: ``iterative`` (Eq. 7-9, ``filter_iters`` rounds, discount ``α``), ``itermax``
+      (SimAlign's IterMax on ``T``) or ``union`` (forward ∪ backward argmax, no filtering).
     - ``itermax``: SimAlign's IterMax on ``(cos + 1) / 2`` with ``max_count = filter_iters``.
     - ``argmax``: SimAlign's ArgMax on ``(cos + 1) / 2``.
 
@@ -102,11 +157,34 @@ def subword_links(
     """
     if method == "ot":
         f_sim = log_clamped(dot_scores(src, tgt), eps)
-        plan = sinkhorn_log(f_sim, src_mask, tgt_mask, mu, sinkhorn_iters).exp()
-        return itermax_links(plan, src_mask, tgt_mask, filter_iters, alpha)
+        plan = sinkhorn_log(f_sim, src_mask, tgt_mask, mu, sinkhorn_iters, sinkhorn_order).exp()
+        return plan_links(plan, src_mask, tgt_mask, ot_filter, filter_iters, alpha)
     scores = cosine_scores(src, tgt)
     if method == "itermax":
         return itermax_links(scores, src_mask, tgt_mask, filter_iters, alpha)
     if method == "argmax":
         return argmax_links(scores, src_mask, tgt_mask)
     raise ValueError(f"unknown alignment method {method!r}; expected one of {METHODS}")
+
+
+def plan_links(
+    plan: torch.Tensor,
+    src_mask: torch.Tensor,
+    tgt_mask: torch.Tensor,
+    ot_filter: str = "iterative",
+    rounds: int = 2,
+    alpha: float = 0.9,
+) -> torch.Tensor:
+    """Links from a transport plan by ``ot_filter``: ``iterative`` (XLM-Align Eq. 7-9,
+    ``alignment_filter_links``), ``itermax`` (SimAlign's IterMax) or ``union`` (forward ∪
+    backward argmax: the paper's ablation without filtering).
+
+    plan [B, m, n], src_mask [B, m], tgt_mask [B, n] -> bool [B, m, n].
+    """
+    if ot_filter == "iterative":
+        return alignment_filter_links(plan, src_mask, tgt_mask, rounds, alpha)
+    if ot_filter == "itermax":
+        return itermax_links(plan, src_mask, tgt_mask, rounds, alpha)
+    if ot_filter == "union":
+        return union_links(plan, src_mask, tgt_mask)
+    raise ValueError(f"unknown ot filter {ot_filter!r}; expected one of {OT_FILTERS}")

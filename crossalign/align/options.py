@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from crossalign.errors import CrossalignError
 
 METHODS = ("ot", "itermax", "argmax")
+OT_FILTERS = ("iterative", "itermax", "union")
+SINKHORN_ORDERS = ("rows-first", "columns-first")
 SUBWORD_MODES = ("per-word", "word-ids")
 
 
@@ -25,6 +27,12 @@ class AlignConfig:
     ``word_ids()`` on the whole sentence (word-ids)."""
     sinkhorn_iters: int = 2
     """Sinkhorn iterations of ``ot`` (XLM-Align: 2)."""
+    sinkhorn_order: str = "rows-first"
+    """rows-first (XLM-Align Eq. 6: u <- 1/(Kv), then v <- 1/(Kᵀu)) or columns-first (POT and
+    the released XLM-Align aligner)."""
+    ot_filter: str = "iterative"
+    """How ``ot`` extracts links from the plan: iterative (XLM-Align Eq. 7-9), itermax
+    (SimAlign's IterMax on the plan) or union (forward ∪ backward argmax, no filtering)."""
     mu: float = 1.0
     """Entropic regularisation μ of ``ot``: the kernel is ``exp(f_sim / μ)``."""
     eps: float = 1e-6
@@ -44,6 +52,11 @@ class AlignConfig:
             raise CrossalignError(
                 f"unknown alignment method '{self.method}'; choose one of {', '.join(METHODS)}"
             )
+        for key, allowed in (("sinkhorn_order", SINKHORN_ORDERS), ("ot_filter", OT_FILTERS)):
+            if getattr(self, key) not in allowed:
+                raise CrossalignError(
+                    f"unknown {key} '{getattr(self, key)}'; choose one of {', '.join(allowed)}"
+                )
         if self.subwords not in SUBWORD_MODES:
             raise CrossalignError(
                 f"unknown subword mode '{self.subwords}'; choose one of {', '.join(SUBWORD_MODES)}"

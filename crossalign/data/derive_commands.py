@@ -89,12 +89,15 @@ def report_derived(card: dict, out: str) -> None:
     print(f"wrote {out} (see {out}/card.json)")
 
 
-def add_derive_arguments(p: argparse.ArgumentParser, out: bool = True) -> None:
-    """The options of ``crossalign data derive`` (also used by ``crossalign study derived``)."""
+def add_derive_arguments(
+    p: argparse.ArgumentParser, out: bool = True, transform_help: str | None = None
+) -> None:
+    """The options of ``crossalign data derive`` (also used by ``crossalign study derived``,
+    whose ``--transform`` takes several: ``transform_help``)."""
     p.add_argument(
         "--transform",
         required=True,
-        help="trans, inv, syn or a composition such as trans+inv, trans+syn",
+        help=transform_help or "trans, inv, syn or a composition such as trans+inv, trans+syn",
     )
     p.add_argument(
         "--corpus",

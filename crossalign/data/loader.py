@@ -53,20 +53,21 @@ class StepDraw:
 
 class StepPlan(Sampler):
     """Yields the ``StepDraw`` of steps ``start`` ... ``steps - 1`` from the samplers (whose
-    state is the data position at ``start``). Blocks of streamed sources (``streams``: per
-    objective, source → ``StreamingText``) are read here, in order, from the stream position
-    saved in ``position`` under ``<source>#stream``."""
+    state is the data position at ``start``), ``batch_sizes[objective]`` examples each. Blocks
+    of streamed sources (``streams``: per objective, source → ``StreamingText``) are read here,
+    in order, from the stream position saved in ``position`` under ``<source>#stream``."""
 
     def __init__(
         self,
         samplers: dict[str, SourceSampler],
         start: int,
         steps: int,
-        batch_size: int,
+        batch_sizes: dict[str, int],
         streams: dict[str, dict[str, Any]] | None = None,
         position: dict[str, dict[str, Any]] | None = None,
     ) -> None:
-        self.samplers, self.start, self.steps, self.batch_size = samplers, start, steps, batch_size
+        self.samplers, self.start, self.steps = samplers, start, steps
+        self.batch_sizes = batch_sizes
         position = position or {}
         self.readers = {
             (name, source): text.reader(position.get(name, {}).get(f"{source}#stream"))
@@ -79,7 +80,7 @@ class StepPlan(Sampler):
 
     def __iter__(self) -> Iterator[StepDraw]:
         for step in range(self.start, self.steps):
-            draws = {n: s.draw(step, self.batch_size) for n, s in self.samplers.items()}
+            draws = {n: s.draw(step, self.batch_sizes[n]) for n, s in self.samplers.items()}
             position: dict[str, dict[str, Any]] = {
                 n: s.state_dict() for n, s in self.samplers.items()
             }
@@ -114,7 +115,7 @@ class StepCollator(Dataset):
 
     ``examples[kind][source]`` are the training sources (``PackedBlocks`` per language,
     ``PairText`` per pair); process ``rank`` takes micro-batch m's rows
-    ``(rank·grad_accum + m)·per ...`` of the global batch.
+    ``(rank·grad_accum + m)·per[objective] ...`` of the objective's global batch.
     """
 
     def __init__(
@@ -124,7 +125,7 @@ class StepCollator(Dataset):
         seed: int,
         rank: int,
         grad_accum: int,
-        per: int,
+        per: dict[str, int],
     ) -> None:
         self.objectives = {name: cpu_view(obj) for name, obj in objectives.items()}
         self.examples = examples
@@ -133,12 +134,13 @@ class StepCollator(Dataset):
     def __getitem__(self, draw: StepDraw) -> StepBatches:
         micro = []
         for m in range(self.grad_accum):
-            lo = (self.rank * self.grad_accum + m) * self.per
             batches: dict[str, Any] = {}
             for i, (name, obj) in enumerate(self.objectives.items()):
                 source, idx = draw.draws[name]
+                per = self.per[name]
+                lo = (self.rank * self.grad_accum + m) * per
                 raw = raw_batch(obj.data, source, self.examples[obj.data][source],
-                                idx[lo : lo + self.per])  # fmt: skip
+                                idx[lo : lo + per])  # fmt: skip
                 seed = derived_seed(self.seed, draw.step, self.rank, m, i)
                 if obj.collate_in_workers():
                     batches[name] = obj.collate(raw, torch.Generator().manual_seed(seed))

@@ -1,21 +1,31 @@
 """Alignment score of a model's word embeddings (Deshpande et al. 2022, §3.2; ALIGN-MLM, §5).
 
-The score is the fraction of evaluation-dictionary source tokens whose nearest neighbour
-among the other language's vocabulary, by cosine between rows of the input word-embedding
-matrix, is one of their translations. The same retrieval with CSLS (Conneau et al. 2018,
-eq. 6: ``2 cos(x, y) − r_T(x) − r_S(y)``, neighbourhoods of ``k`` = 10 over the whole source
-and target vocabularies) discounts hub tokens that are near everything.
+``alignment`` (the paper's score): the fraction of source-language tokens whose nearest
+neighbour among the derived language's tokens, by cosine between rows of the input
+word-embedding matrix, is their counterpart under the derivation's one-to-one token mapping
+(the transliterated twin). Every twinned token of the vocabulary is a query; tokens shared by
+the two languages (``--overlap``) have no distinct counterpart and are candidates only.
+
+Extras on a dictionary (``alignment_nn``, ``alignment_csls``; the held-out part of the derived
+dictionary by default): the fraction of dictionary source tokens whose nearest neighbour among
+the other language's vocabulary is one of their translations, and the same retrieval with CSLS
+(Conneau et al. 2018, eq. 6: ``2 cos(x, y) − r_T(x) − r_S(y)``, neighbourhoods of ``k`` = 10
+over the whole source and target vocabularies), which discounts hub tokens near everything.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from crossalign.errors import CrossalignError
 
-HIGHER_IS_BETTER = {"alignment_nn": True, "alignment_csls": True}
+if TYPE_CHECKING:
+    from crossalign.data.derive import Transliterator
+
+HIGHER_IS_BETTER = {"alignment": True, "alignment_nn": True, "alignment_csls": True}
 METHODS = ("nn", "csls")
 
 
@@ -88,3 +98,66 @@ def evaluate_alignment(
     out = {f"alignment_{m}": alignment_score(*args, method=m, k=k) for m in METHODS}
     out["pairs"] = len(src)
     return out
+
+
+def token_mapping(
+    transliterator: Transliterator,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The derivation's one-to-one token mapping: (English tokens with a distinct twin [N],
+    their twins [N], the derived language's whole vocabulary [T] (twins and shared tokens))."""
+    english = [t for t in range(transliterator.english_size) if t not in transliterator.special]
+    src = [t for t in english if transliterator.twinned(t)]
+    tgt_vocab = sorted({transliterator.twin_id(t) for t in english})
+    return (
+        torch.tensor(src, dtype=torch.long),
+        torch.tensor([transliterator.twin_id(t) for t in src], dtype=torch.long),
+        torch.tensor(tgt_vocab, dtype=torch.long),
+    )
+
+
+def counterpart_alignment(
+    embeddings: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, tgt_vocab: torch.Tensor
+) -> float:
+    """The paper's alignment score: the fraction of source tokens ``src[i]`` whose nearest
+    neighbour by cosine among ``tgt_vocab`` is ``tgt[i]``, their counterpart.
+
+    embeddings [V, H]; src, tgt [N] long (a one-to-one mapping); tgt_vocab [T] long.
+    """
+    from crossalign.lexicon.csls import nn_topk
+
+    if src.numel() == 0:
+        raise CrossalignError("alignment: no source token has a counterpart to score")
+    emb = embeddings.detach().float()
+    _, idx = nn_topk(emb[src], emb[tgt_vocab], topn=1)
+    return (tgt_vocab[idx[:, 0]] == tgt).float().mean().item()
+
+
+def evaluate_counterpart_alignment(
+    model_dir: str | Path, derived_dir: str | Path
+) -> dict[str, float]:
+    """``alignment`` (the paper's score, ``counterpart_alignment``) of a saved model on the
+    token mapping of the derived corpus ``derived_dir``; plus ``alignment_tokens``, the number
+    of source tokens scored."""
+    from transformers import AutoModelForMaskedLM
+
+    from crossalign.data.derive import Derivation
+
+    transliterator = Derivation.load(derived_dir).transliterator
+    if transliterator is None:
+        raise CrossalignError(
+            f"{derived_dir} was derived without trans: no token mapping to score; the "
+            f"alignment score needs a transliterated language"
+        )
+    model = AutoModelForMaskedLM.from_pretrained(str(model_dir))
+    emb = model.get_input_embeddings().weight
+    if emb.shape[0] < len(transliterator.tokenizer):
+        raise CrossalignError(
+            f"model {model_dir} has {emb.shape[0]} token embeddings, fewer than the "
+            f"{len(transliterator.tokenizer)} of {derived_dir}/tokenizer; score a model trained "
+            f"on this derived corpus"
+        )
+    src, tgt, tgt_vocab = token_mapping(transliterator)
+    return {
+        "alignment": counterpart_alignment(emb, src, tgt, tgt_vocab),
+        "alignment_tokens": int(src.numel()),
+    }

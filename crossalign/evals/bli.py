@@ -1,7 +1,7 @@
 """Bilingual lexicon induction (BLI): Hit@k of a model's word vectors against a gold MUSE
 dictionary, retrieving by CSLS (or cosine) in a candidate target vocabulary.
 
-The protocol (Lu et al. 2023, Table 1; Vulić et al. 2020), for a subword vocabulary:
+The protocol (Vulić et al. 2020), for a subword vocabulary:
 
 - word vectors: ``crossalign.lexicon.embed.word_vectors`` (``whole``: a word counts only when
   its lowercase or capitalised form is one vocabulary token; ``mean``: mean of its subwords);
@@ -12,6 +12,12 @@ The protocol (Lu et al. 2023, Table 1; Vulić et al. 2020), for a subword vocabu
 - evaluation words: source words of the test split that have a vector and at least one gold
   translation among the candidates; a seeded sample of at most ``max_words`` (1500);
 - a hit at k: any gold translation among the k best candidates.
+
+``induced_precision`` scores a self-induced token dictionary instead (Lu et al. 2023, Table 1):
+the dictionary translates every token of the source language-specific vocabulary to its
+CSLS-nearest token of the target language-specific vocabulary
+(``crossalign.lexicon.induce.induce_from_model``), and its precision is measured on the
+source tokens that spell a gold source word.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import torch
 from crossalign.data.readers import read_dictionary
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.csls import retrieve
-from crossalign.lexicon.embed import TokenVectors, is_word, word_vectors
+from crossalign.lexicon.embed import TokenVectors, is_word, word_pieces, word_vectors
+from crossalign.lexicon.induce import TokenDictionary
 
 HIGHER_IS_BETTER = {"hit@1": True, "hit@5": True}
 _ARABIC_MARKS = re.compile("[\u064b-\u065f\u0670]")
@@ -56,7 +63,8 @@ class BLISet:
     def first_pairs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """One translation pair per source word (its first listed gold translation):
         (src [n, H], tgt [n, H]), for RSIM and mean cosine."""
-        return self.src, self.tgt[torch.tensor([g[0] for g in self.gold], dtype=torch.long)]
+        first = torch.tensor([g[0] for g in self.gold], dtype=torch.long, device=self.tgt.device)
+        return self.src, self.tgt[first]
 
 
 def group_dictionary(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
@@ -99,7 +107,8 @@ def build_bli_set(
             "check the dictionary languages, or use --words mean"
         )
     gold = [[index[t] for t in grouped[w] if t in index] for w in src_words]
-    return BLISet(src_words, tgt_words, src[torch.tensor(order, dtype=torch.long)], tgt, gold)
+    rows = torch.tensor(order, dtype=torch.long, device=src.device)
+    return BLISet(src_words, tgt_words, src[rows], tgt, gold)
 
 
 def hits_at(pred: torch.Tensor, gold: list[list[int]], ks: Sequence[int] = (1, 5)) -> dict:
@@ -132,12 +141,61 @@ def bli_scores(
     return out
 
 
-def candidate_words(dict_path: str | Path, extra: Sequence[str | Path] = ()) -> list[str]:
-    """Candidate target words: the target column of ``full.txt`` beside ``dict_path`` (or of
-    ``dict_path`` itself when there is none), then the words of each ``extra`` file (a MUSE
-    dictionary's target column, or one word per line)."""
+def single_token_forms(tokenizer, words: Sequence[str]) -> list[set[int]]:
+    """Per word, the ids of its surface forms (lowercase, capitalised) that are one vocabulary
+    token (``word_pieces``; the unknown token never counts)."""
+    return [
+        {p[0] for p in forms if len(p) == 1 and p[0] != tokenizer.unk_token_id}
+        for forms in word_pieces(tokenizer, words)
+    ]
+
+
+def induced_precision(
+    tokenizer, dictionary: TokenDictionary, gold_pairs: Sequence[tuple[str, str]]
+) -> dict[str, float]:
+    """Precision of an induced token dictionary against a gold word dictionary (Lu et al.
+    2023, Table 1).
+
+    A pair ``src_ids[i] -> tgt_ids[i]`` is scored when its source token is a single-token form
+    of a gold source word (``single_token_forms``; words normalised by ``normalise_word``), and
+    is correct when its target token is a single-token form of one of that word's gold
+    translations. Returns ``precision`` (correct / scored), ``correct``, ``scored`` and
+    ``pairs`` (all induced pairs); no scored pair is a CrossalignError.
+    """
+    grouped = group_dictionary(gold_pairs)
+    sources = [w for w in grouped if is_word(w)]
+    targets = sorted({t for w in sources for t in grouped[w]})
+    target_forms = dict(zip(targets, single_token_forms(tokenizer, targets)))
+    accepted: dict[int, set[int]] = {}  # source token -> the tokens of its gold translations
+    for word, forms in zip(sources, single_token_forms(tokenizer, sources)):
+        good = set().union(*(target_forms[t] for t in grouped[word]))
+        for token in forms:
+            accepted.setdefault(token, set()).update(good)
+    pairs = list(zip(dictionary.src_ids.tolist(), dictionary.tgt_ids.tolist()))
+    scored = [(s, t) for s, t in pairs if s in accepted]
+    if not scored:
+        raise CrossalignError(
+            f"none of the {len(pairs)} induced source tokens is a gold source word; check the "
+            f"dictionary's direction (--reverse reads it the other way round) and languages"
+        )
+    correct = sum(t in accepted[s] for s, t in scored)
+    return {
+        "precision": correct / len(scored),
+        "correct": correct,
+        "scored": len(scored),
+        "pairs": len(pairs),
+    }
+
+
+def candidate_words(
+    dict_path: str | Path, extra: Sequence[str | Path] = (), column: int = 1
+) -> list[str]:
+    """Candidate target words: column ``column`` of ``full.txt`` beside ``dict_path`` (or of
+    ``dict_path`` itself when there is none; 1 = targets, 0 = sources for a dictionary read
+    the other way round), then the words of each ``extra`` file (a MUSE dictionary's target
+    column, or one word per line)."""
     full = Path(dict_path).with_name("full.txt")
-    words = [t for _, t in read_dictionary(full if full.is_file() else dict_path)]
+    words = [pair[column] for pair in read_dictionary(full if full.is_file() else dict_path)]
     for path in extra:
         for line in Path(path).read_text(encoding="utf-8").splitlines():
             fields = line.split()

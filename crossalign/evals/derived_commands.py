@@ -25,15 +25,25 @@ def _derived_file(args: argparse.Namespace, explicit: str | None, name: str, fla
 
 
 def _alignment_score(args: argparse.Namespace) -> int:
-    from crossalign.evals.alignment_score import evaluate_alignment
+    from crossalign.evals.alignment_score import (
+        evaluate_alignment,
+        evaluate_counterpart_alignment,
+    )
     from crossalign.fileio import write_json_atomic
 
     dictionary = _derived_file(args, args.dictionary, "dictionary/test.txt", "--dictionary")
     vocab = _derived_file(args, args.vocab, "vocab.json", "--vocab")
-    scores = evaluate_alignment(args.model, dictionary, vocab, args.src, args.tgt, args.k)
+    scores = {}
+    if args.derived:
+        scores.update(evaluate_counterpart_alignment(args.model, args.derived))
+        print(
+            f"alignment (the paper's: {scores['alignment_tokens']} source tokens, nearest "
+            f"neighbour by cosine is their counterpart): {100 * scores['alignment']:.2f}%"
+        )
+    scores.update(evaluate_alignment(args.model, dictionary, vocab, args.src, args.tgt, args.k))
     print(f"{args.src} -> {args.tgt}, {scores['pairs']} dictionary pairs ({dictionary})")
-    print(f"alignment (nearest neighbour by cosine): {100 * scores['alignment_nn']:.2f}%")
-    print(f"alignment (CSLS, k={args.k}): {100 * scores['alignment_csls']:.2f}%")
+    print(f"on the dictionary, nearest neighbour by cosine: {100 * scores['alignment_nn']:.2f}%")
+    print(f"on the dictionary, CSLS (k={args.k}): {100 * scores['alignment_csls']:.2f}%")
     if args.json:
         write_json_atomic(args.json, scores)
     return 0
@@ -68,7 +78,14 @@ def _transfer(args: argparse.Namespace) -> int:
         f"sentences (accuracy %)"
     )
     print(f"SUP {scores['sup']:.2f}  ZS {scores['zs']:.2f}  Δ {scores['delta']:.2f}")
-    print(f"English test accuracy of the English-fine-tuned model: {scores['en']:.2f}")
+    print(
+        f"macro-F1: SUP {scores['sup_f1']:.2f}  ZS {scores['zs_f1']:.2f}  "
+        f"Δ {scores['delta_f1']:.2f}"
+    )
+    print(
+        f"English test accuracy of the English-fine-tuned model: {scores['en']:.2f} "
+        f"(macro-F1 {scores['en_f1']:.2f})"
+    )
     if args.json:
         write_json_atomic(args.json, scores)
     return 0
@@ -104,14 +121,19 @@ def add_derived_eval_parsers(eval_subparsers: argparse._SubParsersAction) -> Non
 
     a = eval_subparsers.add_parser(
         "alignment-score",
-        help="share of dictionary tokens whose nearest cross-lingual neighbour is their "
-        "translation",
-        description="Alignment score (Deshpande et al. 2022) of a model's word embeddings: the "
-        "fraction of evaluation-dictionary source tokens whose nearest neighbour among the "
-        "other language's vocabulary, by cosine and by CSLS, is their translation.",
+        help="share of source tokens whose nearest cross-lingual neighbour is their counterpart",
+        description="Alignment score (Deshpande et al. 2022; ALIGN-MLM) of a model's word "
+        "embeddings. With --derived: the fraction of source-language tokens whose nearest "
+        "neighbour by cosine among the derived language's tokens is their counterpart under "
+        "the derivation's token mapping. Also, on a dictionary (the held-out "
+        "dictionary/test.txt by default): the fraction of its source tokens whose nearest "
+        "neighbour, by cosine and by CSLS, is their translation.",
     )
     a.add_argument("--model", required=True, help="save_pretrained directory (model/)")
-    a.add_argument("--derived", help="a derived corpus: its dictionary/test.txt and vocab.json")
+    a.add_argument(
+        "--derived",
+        help="a derived corpus: its token mapping, dictionary/test.txt and vocab.json",
+    )
     a.add_argument("--dictionary", help="MUSE dictionary of token pieces (overrides --derived)")
     a.add_argument("--vocab", help="vocab.json: token pieces per language (overrides --derived)")
     a.add_argument("--src", default="en", help="source language (en)")
@@ -125,7 +147,7 @@ def add_derived_eval_parsers(eval_subparsers: argparse._SubParsersAction) -> Non
         help="SUP, ZS and Δ of token-classification fine-tuning on a derived language",
         description="Fine-tune a token-classification head (first-subword labels) on English "
         "and test on the derived language (ZS), and fine-tune and test on the derived language "
-        "(SUP); report accuracies and Δ = SUP - ZS.",
+        "(SUP); report accuracies, macro-F1 and Δ = SUP - ZS.",
     )
     t.add_argument("--model", required=True, help="save_pretrained directory (model/)")
     t.add_argument("--derived", required=True, help="the derived corpus the model trained on")

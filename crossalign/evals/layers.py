@@ -71,7 +71,7 @@ def layer_scores(
         batch_size,
         progress,
     )
-    table = model.get_input_embeddings().weight.detach().float().cpu()
+    table = model.get_input_embeddings().weight.detach().float()  # the vectors' device
 
     def static(ctx: TokenVectors) -> TokenVectors:
         seen = (ctx.row_of >= 0).nonzero().squeeze(1)

@@ -1,5 +1,5 @@
-"""``crossalign eval bli|rsim|layers|retrieval``: how well a model aligns two languages' words
-and sentences. Added to the ``eval`` group by ``add_lexicon_eval_parsers``."""
+"""``crossalign eval bli|induced-dict|rsim|layers|retrieval``: how well a model aligns two
+languages' words and sentences. Added to the ``eval`` group by ``add_lexicon_eval_parsers``."""
 
 from __future__ import annotations
 
@@ -18,7 +18,25 @@ def _pair(args: argparse.Namespace) -> tuple[str, str]:
         raise CrossalignError(
             f"cannot tell the languages from {args.dict}; give --src and --tgt (e.g. en de)"
         )
+    if args.reverse:
+        pair = pair[::-1]
     return args.src or pair[0], args.tgt or pair[1]
+
+
+def gold_pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The pairs of ``--dict``, swapped with ``--reverse``."""
+    from crossalign.data.readers import read_dictionary
+
+    pairs = read_dictionary(args.dict)
+    return [(t, s) for s, t in pairs] if args.reverse else pairs
+
+
+def gold_candidates(args: argparse.Namespace) -> list[str]:
+    """Candidate target words of ``--dict`` (``candidate_words``; its source column with
+    ``--reverse``) and ``--candidates``."""
+    from crossalign.evals.bli import candidate_words
+
+    return candidate_words(args.dict, args.candidates or [], 0 if args.reverse else 1)
 
 
 def _texts(args: argparse.Namespace, lang: str, files: list[str] | None) -> list[str]:
@@ -29,14 +47,13 @@ def _texts(args: argparse.Namespace, lang: str, files: list[str] | None) -> list
 
 def bli_set_at_layer(args: argparse.Namespace, model, tokenizer):
     """The BLI evaluation set of the command's dictionary at ``args.layer``."""
-    from crossalign.data.readers import read_dictionary
-    from crossalign.evals.bli import build_bli_set, candidate_words, normalise_word
+    from crossalign.evals.bli import build_bli_set, normalise_word
     from crossalign.evals.layers import piece_ids
     from crossalign.lexicon.embed import contextual_token_vectors, embedding_layer
 
     src, tgt = _pair(args)
-    pairs = read_dictionary(args.dict)
-    candidates = candidate_words(args.dict, args.candidates or [])
+    pairs = gold_pairs(args)
+    candidates = gold_candidates(args)
     if args.layer == 0:
         src_vec = tgt_vec = embedding_layer(model)
     else:
@@ -82,6 +99,33 @@ def _bli(args: argparse.Namespace) -> int:
     return 0
 
 
+def _induced(args: argparse.Namespace) -> int:
+    from crossalign.evals.bli import bli_scores, induced_precision
+    from crossalign.lexicon.commands import induce_with_args
+    from crossalign.lexicon.embed import load_masked_lm
+
+    src, tgt = _pair(args)
+    pairs = gold_pairs(args)
+    model, tokenizer = load_masked_lm(args.model, args.device)
+    induction = induce_with_args(args, model, tokenizer, src, tgt)
+    induced = induced_precision(tokenizer, induction.forward, pairs)
+    bli = bli_scores(bli_set_at_layer(args, model, tokenizer), "csls", args.k)
+    print(
+        f"induced dictionary {src}->{tgt}, layer {args.layer} (vocabularies: {src} "
+        f"{len(induction.src_vocab)}, {tgt} {len(induction.tgt_vocab)} tokens): precision "
+        f"{100 * induced['precision']:.2f}% ({induced['correct']}/{induced['scored']} pairs "
+        f"whose source is a gold word; {induced['pairs']} pairs induced)"
+    )
+    print(
+        f"standard BLI {src}->{tgt}, layer {args.layer}, csls, words '{args.words}': Hit@1 "
+        f"{100 * bli['hit@1']:.2f}%  Hit@5 {100 * bli['hit@5']:.2f}%  ({bli['words']} source "
+        f"words, {bli['candidates']} candidates)"
+    )
+    record = {"pair": f"{src}-{tgt}", "layer": args.layer, "induced": induced, "bli": bli}
+    _write_json(args.json, record)
+    return 0
+
+
 def _rsim(args: argparse.Namespace) -> int:
     from crossalign.evals.rsim import mean_cosine, rsim
     from crossalign.lexicon.embed import load_masked_lm
@@ -100,8 +144,6 @@ def _rsim(args: argparse.Namespace) -> int:
 
 
 def _layers(args: argparse.Namespace) -> int:
-    from crossalign.data.readers import read_dictionary
-    from crossalign.evals.bli import candidate_words
     from crossalign.evals.layers import format_table, layer_scores, plot_layers
     from crossalign.lexicon.embed import load_masked_lm
 
@@ -110,8 +152,8 @@ def _layers(args: argparse.Namespace) -> int:
     rows = layer_scores(
         model,
         tokenizer,
-        read_dictionary(args.dict),
-        candidate_words(args.dict, args.candidates or []),
+        gold_pairs(args),
+        gold_candidates(args),
         _texts(args, src, args.src_text),
         _texts(args, tgt, args.tgt_text),
         src,
@@ -171,6 +213,12 @@ def _dictionary_arguments(p: argparse.ArgumentParser, layer: bool = True) -> Non
     )
     p.add_argument("--src", metavar="LANG", help="source language (default: from the dict dir)")
     p.add_argument("--tgt", metavar="LANG", help="target language (default: from the dict dir)")
+    p.add_argument(
+        "--reverse",
+        action="store_true",
+        help="read --dict the other way round, 'tgt src' (e.g. data/freedict/en-de for de->en; "
+        "candidates then come from the first column of full.txt)",
+    )
     if layer:
         p.add_argument("--layer", type=int, default=0, help="0 = embedding layer (default), 1..L")
     p.add_argument("--corpus", metavar="DIR", help="text for layers >= 1: a built corpus")
@@ -193,7 +241,10 @@ def _dictionary_arguments(p: argparse.ArgumentParser, layer: bool = True) -> Non
 
 
 def add_lexicon_eval_parsers(actions: argparse._SubParsersAction) -> None:
-    """Add ``bli``, ``rsim``, ``layers`` and ``retrieval`` to the ``crossalign eval`` group."""
+    """Add ``bli``, ``induced-dict``, ``rsim``, ``layers`` and ``retrieval`` to the
+    ``crossalign eval`` group."""
+    from crossalign.lexicon.commands import add_vocabulary_arguments
+
     p = actions.add_parser(
         "bli",
         help="bilingual lexicon induction Hit@1/Hit@5 against a gold dictionary",
@@ -205,6 +256,21 @@ def add_lexicon_eval_parsers(actions: argparse._SubParsersAction) -> None:
     p.add_argument("--method", default="csls", choices=["csls", "nn"], help="retrieval (csls)")
     p.add_argument("--k", type=int, default=10, help="CSLS neighbourhood size (10)")
     p.set_defaults(func=_bli)
+
+    p = actions.add_parser(
+        "induced-dict",
+        help="precision of the self-induced dictionary against a gold one (Table 1), with BLI",
+        description="Lu et al. 2023, Table 1: induce the model's own src->tgt token dictionary "
+        "(every token of the source language-specific vocabulary to its CSLS-nearest token of "
+        "the target language-specific vocabulary, as crossalign induce-dict does) and report "
+        "its precision on the source tokens that are gold source words; beside it, standard "
+        "BLI Hit@1/Hit@5 on the same dictionary and layer. The paper's direction is X->en: "
+        "with an en-X dictionary give --reverse. Needs text: --corpus or --src-text/--tgt-text.",
+    )
+    _dictionary_arguments(p)
+    add_vocabulary_arguments(p)
+    p.add_argument("--k", type=int, default=10, help="CSLS neighbourhood size (10)")
+    p.set_defaults(func=_induced)
 
     p = actions.add_parser(
         "rsim",

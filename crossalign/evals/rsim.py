@@ -26,7 +26,7 @@ def rsim(src: torch.Tensor, tgt: torch.Tensor) -> float:
     n = src.shape[0]
     if n < 3 or tgt.shape[0] != n:
         raise ValueError(f"rsim needs n >= 3 aligned rows, got {n} and {tgt.shape[0]}")
-    iu = torch.triu_indices(n, n, offset=1)
+    iu = torch.triu_indices(n, n, offset=1, device=src.device)
     a = (unit(src) @ unit(src).T)[iu[0], iu[1]].double()
     b = (unit(tgt) @ unit(tgt).T)[iu[0], iu[1]].double()
     a, b = a - a.mean(), b - b.mean()

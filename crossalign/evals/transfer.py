@@ -3,7 +3,10 @@
 
 - ZS (zero-shot): fine-tune on the English training data, test on the derived test data;
 - SUP (supervised): fine-tune on the derived training data, test on the derived test data;
-- Δ = SUP − ZS: how much of the supervised accuracy zero-shot transfer loses.
+- Δ = SUP − ZS: how much of the supervised score zero-shot transfer loses.
+
+Each is reported as word accuracy and as macro-F1 over the labels (``sup_f1``, ``zs_f1``,
+``delta_f1``): the tasks tag every word with one label, so micro-F1 would equal accuracy.
 
 The derived data is the English data transformed word by word (``crossalign.data.derive``), the
 labels moving with their words. A word's label is predicted at its first subword; the other
@@ -29,7 +32,16 @@ from crossalign.evals.finetune_config import FinetuneConfig
 from crossalign.registry import Registry
 
 Tagged = list[tuple[list[str], list[str]]]
-HIGHER_IS_BETTER = {"sup": True, "zs": True, "delta": False, "en": True}
+HIGHER_IS_BETTER = {
+    "sup": True,
+    "zs": True,
+    "delta": False,
+    "en": True,
+    "sup_f1": True,
+    "zs_f1": True,
+    "delta_f1": False,
+    "en_f1": True,
+}
 
 
 @dataclass(frozen=True)
@@ -188,19 +200,43 @@ def finetune(
     return model.eval()
 
 
+def tagging_scores(gold: torch.Tensor, pred: torch.Tensor, num_labels: int) -> dict[str, float]:
+    """Word accuracy and macro-F1, in percent, of predicted labels against gold labels (both
+    [N] long in [0, num_labels)). Macro-F1 averages 2·TP / (2·TP + FP + FN) over the labels
+    that occur in ``gold`` or ``pred``."""
+    if gold.numel() == 0:
+        return {"accuracy": 0.0, "f1": 0.0}
+    confusion = torch.bincount(gold * num_labels + pred, minlength=num_labels**2)
+    confusion = confusion.view(num_labels, num_labels).double()  # [gold, predicted]
+    tp = confusion.diag()
+    fp = confusion.sum(0) - tp
+    fn = confusion.sum(1) - tp
+    present = (tp + fp + fn) > 0
+    f1 = 2 * tp[present] / (2 * tp[present] + fp[present] + fn[present])
+    return {
+        "accuracy": 100.0 * tp.sum().item() / gold.numel(),
+        "f1": 100.0 * f1.mean().item(),
+    }
+
+
 @torch.no_grad()
-def accuracy(
-    model, test: list[tuple[list[int], list[int]]], lang_id: int, pad_id: int, batch_size: int
-) -> float:
-    """Word-level accuracy in percent (predictions at first subwords)."""
-    correct = total = 0
+def evaluate_tagging(
+    model,
+    test: list[tuple[list[int], list[int]]],
+    lang_id: int,
+    pad_id: int,
+    batch_size: int,
+    num_labels: int,
+) -> dict[str, float]:
+    """``tagging_scores`` of a fine-tuned model on encoded sentences (first subwords)."""
+    gold = [torch.zeros(0, dtype=torch.long)]
+    pred = [torch.zeros(0, dtype=torch.long)]
     for batch in _batches(test, batch_size, pad_id, lang_id):
         labels = batch.pop("labels")
-        pred = model(**batch).logits.argmax(-1)
         scored = labels != IGNORE_INDEX
-        correct += int((pred[scored] == labels[scored]).sum())
-        total += int(scored.sum())
-    return 100.0 * correct / max(total, 1)
+        gold.append(labels[scored])
+        pred.append(model(**batch).logits.argmax(-1)[scored])
+    return tagging_scores(torch.cat(gold), torch.cat(pred), num_labels)
 
 
 def _sample(data: Tagged, n: int | None, seed: int) -> Tagged:
@@ -219,7 +255,7 @@ def evaluate_transfer(
 ) -> dict[str, float]:
     """SUP, ZS and Δ = SUP − ZS (accuracy in %) of ``model_dir`` on ``task`` between English
     and the derived language of ``derived_dir``; also ``en``, the English test accuracy of the
-    English-fine-tuned model, and the sentence counts."""
+    English-fine-tuned model, the same four as macro-F1 (``*_f1``), and the sentence counts."""
     from crossalign.data.derive import DERIVED_LANG, Derivation
     from crossalign.data.tokenizer import load_tokenizer
 
@@ -253,19 +289,23 @@ def evaluate_transfer(
     pad = tokenizer.pad_token_id
     n = len(spec.labels)
     english = finetune(model_dir, enc["en", "train"], n, ids["en"], pad, cfg, "fine-tune en")
-    zs = accuracy(english, enc[DERIVED_LANG, "test"], ids[DERIVED_LANG], pad, cfg.batch_size)
-    en = accuracy(english, enc["en", "test"], ids["en"], pad, cfg.batch_size)
-    del english
     dlang = DERIVED_LANG
+    zs = evaluate_tagging(english, enc[dlang, "test"], ids[dlang], pad, cfg.batch_size, n)
+    en = evaluate_tagging(english, enc["en", "test"], ids["en"], pad, cfg.batch_size, n)
+    del english
     sup_model = finetune(
         model_dir, enc[dlang, "train"], n, ids[dlang], pad, cfg, f"fine-tune {dlang}"
     )
-    sup = accuracy(sup_model, enc[dlang, "test"], ids[dlang], pad, cfg.batch_size)
+    sup = evaluate_tagging(sup_model, enc[dlang, "test"], ids[dlang], pad, cfg.batch_size, n)
     return {
-        "sup": sup,
-        "zs": zs,
-        "delta": sup - zs,
-        "en": en,
+        "sup": sup["accuracy"],
+        "zs": zs["accuracy"],
+        "delta": sup["accuracy"] - zs["accuracy"],
+        "en": en["accuracy"],
+        "sup_f1": sup["f1"],
+        "zs_f1": zs["f1"],
+        "delta_f1": sup["f1"] - zs["f1"],
+        "en_f1": en["f1"],
         "train_sentences": len(enc["en", "train"]),
         "test_sentences": len(enc["en", "test"]),
     }

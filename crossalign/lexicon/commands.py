@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crossalign.errors import CrossalignError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from crossalign.lexicon.induce import Induction
 
 
 def read_language_text(
@@ -26,33 +32,48 @@ def read_language_text(
             )
         lines = read_mono(found[lang])
     else:
-        raise CrossalignError(f"no text for '{lang}': give --corpus DIR or --{lang}-text FILE")
+        raise CrossalignError(
+            f"no text for '{lang}': give --corpus DIR, or --src-text and --tgt-text FILE..."
+        )
     return lines[:limit]
 
 
-def _induce(args: argparse.Namespace) -> int:
-    from crossalign.fileio import write_lines_atomic
-    from crossalign.lexicon.embed import load_masked_lm
+def induce_with_args(
+    args: argparse.Namespace,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    src: str,
+    tgt: str,
+) -> Induction:
+    """``induce_from_model`` on the text and options of a parsed command (``--corpus`` or
+    ``--src-text``/``--tgt-text``, ``--layer``, ``--threshold``, ``--other-max``, ``--k``,
+    ``--context-sentences`` and, where the command has it, ``--backend``)."""
     from crossalign.lexicon.induce import induce_from_model
 
-    src_texts = read_language_text(args.corpus, args.src_text, args.src, args.max_sentences)
-    tgt_texts = read_language_text(args.corpus, args.tgt_text, args.tgt, args.max_sentences)
-    model, tokenizer = load_masked_lm(args.model, args.device)
-    result = induce_from_model(
+    extra = {"backend": args.backend} if hasattr(args, "backend") else {}
+    return induce_from_model(
         model,
         tokenizer,
-        src_texts,
-        tgt_texts,
-        args.src,
-        args.tgt,
+        read_language_text(args.corpus, args.src_text, src, args.max_sentences),
+        read_language_text(args.corpus, args.tgt_text, tgt, args.max_sentences),
+        src,
+        tgt,
         layer=args.layer,
         threshold=args.threshold,
         other_max=args.other_max,
         k=args.k,
         context_sentences=args.context_sentences,
-        backend=args.backend,
         progress=True,
+        **extra,
     )
+
+
+def _induce(args: argparse.Namespace) -> int:
+    from crossalign.fileio import write_lines_atomic
+    from crossalign.lexicon.embed import load_masked_lm
+
+    model, tokenizer = load_masked_lm(args.model, args.device)
+    result = induce_with_args(args, model, tokenizer, args.src, args.tgt)
     n = write_lines_atomic(args.out, result.forward.lines(tokenizer))
     print(
         f"language-specific vocabularies: {args.src} {len(result.src_vocab)}, {args.tgt} "
@@ -66,6 +87,20 @@ def _induce(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_vocabulary_arguments(p: argparse.ArgumentParser) -> None:
+    """``--threshold``, ``--other-max`` (the language-specific vocabularies, the paper's 100
+    and 100 by default) and ``--max-sentences`` (lines counted per language)."""
+    p.add_argument(
+        "--threshold", type=int, default=100, help="frequency above which a token counts (100)"
+    )
+    p.add_argument(
+        "--other-max", type=int, default=100, help="max count in the other language (100)"
+    )
+    p.add_argument(
+        "--max-sentences", type=int, default=200_000, help="lines of text read per language"
+    )
+
+
 def add_lexicon_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``crossalign induce-dict``."""
     p = sub.add_parser(
@@ -73,10 +108,10 @@ def add_lexicon_parser(sub: argparse._SubParsersAction) -> None:
         help="induce a token dictionary from a model's embeddings (CSLS)",
         description="Build the language-specific vocabularies of two languages (tokens with "
         "frequency > --threshold in one language's text and at most --other-max in the "
-        "other's), then translate every source token to its CSLS-nearest target token (K = "
-        "--k) using the embedding layer (--layer 0) or a layer's hidden states averaged over "
-        "the token's occurrences in the text. Writes MUSE lines 'src tgt score', best first. "
-        "See docs/lexicon.md.",
+        "other's; the paper's 100 and 100 by default), then translate every source token to "
+        "its CSLS-nearest target token (K = --k) using the embedding layer (--layer 0) or a "
+        "layer's hidden states averaged over the token's occurrences in the text. Writes "
+        "MUSE lines 'src tgt score', best first. See docs/lexicon.md.",
     )
     p.add_argument("--model", required=True, metavar="DIR", help="save_pretrained masked-LM")
     p.add_argument("--src", required=True, metavar="LANG", help="source language, e.g. en")
@@ -87,12 +122,8 @@ def add_lexicon_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="FILE", help="output dictionary (MUSE)")
     p.add_argument("--backward", metavar="FILE", help="also write the tgt->src dictionary here")
     p.add_argument("--layer", type=int, default=0, help="0 = embedding layer (default), 1..L")
-    p.add_argument("--threshold", type=int, default=100, help="minimum frequency, exclusive (100)")
-    p.add_argument("--other-max", type=int, default=0, help="max count in the other language (0)")
+    add_vocabulary_arguments(p)
     p.add_argument("--k", type=int, default=10, help="CSLS neighbourhood size (10)")
-    p.add_argument(
-        "--max-sentences", type=int, default=200_000, help="lines of text read per language"
-    )
     p.add_argument(
         "--context-sentences",
         type=int,

@@ -142,40 +142,43 @@ def contextual_token_vectors(
     output, which ``embedding_layer`` does not include). ``token_ids`` [n] restricts the tokens
     kept (default: every token of ``texts``); special tokens are never kept, and tokens never
     seen get no vector. Sums use ``index_add_`` over all positions of a batch at once; memory
-    is O(len(layers) × kept tokens × H).
+    is O(len(layers) × kept tokens × H). Every tensor, the returned vectors included, is on the
+    model's device.
     """
     model.eval()
-    vocab = model.get_input_embeddings().weight.shape[0]
+    weight = model.get_input_embeddings().weight
+    vocab, device = weight.shape[0], weight.device
     if token_ids is None:
         token_ids = torch.from_numpy(token_counts(tokenizer, texts, vocab).nonzero()[0])
-    special = torch.tensor(sorted(set(tokenizer.all_special_ids)))
-    wanted = torch.zeros(vocab, dtype=torch.bool)
-    wanted[token_ids.cpu()] = True
+    special = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long, device=device)
+    wanted = torch.zeros(vocab, dtype=torch.bool, device=device)
+    wanted[token_ids.to(device)] = True
     wanted[special] = False
-    compact = torch.full((vocab,), -1, dtype=torch.long)
-    compact[wanted] = torch.arange(int(wanted.sum()))
+    n_wanted = int(wanted.sum())
+    compact = torch.full((vocab,), -1, dtype=torch.long, device=device)
+    compact[wanted] = torch.arange(n_wanted, device=device)
     n_layers = model.config.num_hidden_layers
     for layer in layers:
         if not 0 <= layer <= n_layers:
             raise CrossalignError(f"layer {layer} does not exist: the model has 0..{n_layers}")
-    sums = torch.zeros(len(layers), int(wanted.sum()), model.config.hidden_size)
-    counts = torch.zeros(int(wanted.sum()))
+    sums = torch.zeros(len(layers), n_wanted, model.config.hidden_size, device=device)
+    counts = torch.zeros(n_wanted, device=device)
     type_id = language_type_id(model, lang)
     max_length = min(max_length, max_input_length(model))
     batches = encode_batches(tokenizer, texts, max_length, batch_size)
     total = (len(texts) + batch_size - 1) // batch_size
     for _, enc in tqdm(batches, total=total, desc="hidden states", disable=not progress):
         states = hidden_states(model, enc, type_id)
-        ids = enc["input_ids"]
-        keep = wanted[ids] & enc["attention_mask"].bool()
+        ids = enc["input_ids"].to(device)
+        keep = wanted[ids] & enc["attention_mask"].to(device).bool()
         rows = compact[ids[keep]]
-        stacked = torch.stack([states[layer].float().cpu()[keep] for layer in layers])
+        stacked = torch.stack([states[layer].float()[keep] for layer in layers])
         sums.index_add_(1, rows, stacked)
-        counts.index_add_(0, rows, torch.ones(rows.shape[0]))
+        counts.index_add_(0, rows, torch.ones(rows.shape[0], device=device))
     seen = counts > 0
-    row_of = torch.full((vocab,), -1, dtype=torch.long)
+    row_of = torch.full((vocab,), -1, dtype=torch.long, device=device)
     ids_seen = wanted.nonzero().squeeze(1)[seen]
-    row_of[ids_seen] = torch.arange(ids_seen.shape[0])
+    row_of[ids_seen] = torch.arange(ids_seen.shape[0], device=device)
     means = sums[:, seen] / counts[seen][None, :, None]
     return {layer: TokenVectors(means[i], row_of) for i, layer in enumerate(layers)}
 

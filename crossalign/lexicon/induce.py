@@ -19,7 +19,8 @@ from crossalign.lexicon.vocab import language_specific_vocab, token_counts
 
 @dataclass
 class TokenDictionary:
-    """Induced token translations ``src_ids[i] -> tgt_ids[i]`` with their CSLS scores."""
+    """Induced token translations ``src_ids[i] -> tgt_ids[i]`` with their CSLS scores, all
+    three on the device of the vectors they were induced from."""
 
     src_ids: torch.Tensor
     """[n] long."""
@@ -29,9 +30,10 @@ class TokenDictionary:
     """[n] float32."""
 
     def table(self, vocab_size: int) -> torch.Tensor:
-        """[V] long: the translation of every token id, -1 for ids without one."""
-        out = torch.full((vocab_size,), -1, dtype=torch.long)
-        out[self.src_ids.cpu()] = self.tgt_ids.cpu()
+        """[V] long: the translation of every token id, -1 for ids without one; on the
+        dictionary's device."""
+        out = torch.full((vocab_size,), -1, dtype=torch.long, device=self.src_ids.device)
+        out[self.src_ids] = self.tgt_ids
         return out
 
     def lines(self, tokenizer: PreTrainedTokenizerBase) -> list[str]:
@@ -52,7 +54,10 @@ def induce(
     backend: str = "torch",
 ) -> TokenDictionary:
     """Translate every source id (that has a vector) to its CSLS-nearest target id (that has
-    a vector). src_ids [n], tgt_ids [m] long -> a TokenDictionary of at most n entries."""
+    a vector). src_ids [n], tgt_ids [m] long (any device) -> a TokenDictionary of at most n
+    entries, on the device of ``src_vectors`` (both vector sets must share it)."""
+    device = src_vectors.table.device
+    src_ids, tgt_ids = src_ids.to(device), tgt_ids.to(device)
     src_ids = src_ids[src_vectors.has(src_ids)]
     tgt_ids = tgt_ids[tgt_vectors.has(tgt_ids)]
     if len(src_ids) == 0 or len(tgt_ids) == 0:
@@ -63,7 +68,7 @@ def induce(
     scores, idx = csls_topk(
         src_vectors.get(src_ids), tgt_vectors.get(tgt_ids), k=k, topn=1, backend=backend
     )
-    return TokenDictionary(src_ids, tgt_ids[idx[:, 0].cpu()], scores[:, 0].cpu())
+    return TokenDictionary(src_ids, tgt_ids[idx[:, 0]], scores[:, 0])
 
 
 def layer_vectors(
@@ -106,7 +111,7 @@ def induce_from_model(
     tgt_lang: str,
     layer: int = 0,
     threshold: int = 100,
-    other_max: int = 0,
+    other_max: int = 100,
     k: int = 10,
     context_sentences: int = 2000,
     max_length: int = 128,

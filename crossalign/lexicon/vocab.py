@@ -31,20 +31,32 @@ def token_counts(
     return counts
 
 
+def check_thresholds(threshold: int, other_max: int) -> None:
+    """Raise a one-line CrossalignError when ``other_max`` exceeds ``threshold``: a token
+    could then be specific to both languages."""
+    if other_max > threshold:
+        raise CrossalignError(
+            f"other_max={other_max} is above threshold={threshold}, so a token could be specific "
+            f"to both languages; use other_max <= threshold (the paper: 100 and 100)"
+        )
+
+
 def language_specific_vocab(
     counts_a: np.ndarray,
     counts_b: np.ndarray,
     threshold: int = 100,
-    other_max: int = 0,
+    other_max: int = 100,
     exclude: Sequence[int] = (),
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Tokens specific to each of two languages from their corpus counts.
 
     A token is specific to language a when it occurs more than ``threshold`` times in a's
-    corpus and at most ``other_max`` times (default 0: never) in b's, and symmetrically for b.
-    ``exclude`` (special ids) never qualify. counts_a, counts_b: [V] -> (ids_a [Na], ids_b
-    [Nb]), sorted long tensors; the two sets are disjoint when ``other_max < threshold``.
+    corpus and at most ``other_max`` times in b's, and symmetrically for b. The defaults are
+    the paper's: frequency > 100 in one language and <= 100 in the other. ``exclude``
+    (special ids) never qualify. counts_a, counts_b: [V] -> (ids_a [Na], ids_b [Nb]), sorted
+    long tensors, disjoint (``other_max`` may not exceed ``threshold``).
     """
+    check_thresholds(threshold, other_max)
     if counts_a.shape != counts_b.shape:
         raise CrossalignError(
             f"token counts of the two languages differ in size ({counts_a.shape[0]} vs "

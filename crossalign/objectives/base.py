@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from crossalign.data.masking import IGNORE_INDEX
 from crossalign.registry import Registry
 
 if TYPE_CHECKING:
@@ -136,6 +137,11 @@ class Objective(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """(mean loss, number of predicted tokens, extra metrics) of one micro-batch."""
         raise NotImplementedError
+
+    def token_count(self, batch: dict[str, torch.Tensor]) -> int:
+        """The number of predicted tokens ``loss`` will return for ``batch``, known before the
+        forward pass (the training loop weights micro-batches by it): its labelled positions."""
+        return int((batch["labels"] != IGNORE_INDEX).sum())
 
 
 OBJECTIVES: Registry[type[Objective]] = Registry("objective")

@@ -9,9 +9,11 @@ language, and train on both inputs with the same labels:
 
 The original-input part is reported as ``lm_loss`` (the only part perplexity uses), the other
 as ``cs_loss``. Switching considers the context tokens of the block's language-specific
-vocabulary with respect to the partner language (``crossalign.lexicon.vocab``) and switches
-each with probability min(1, switch_prob × context / eligible), so that ``switch_prob`` of the
-context tokens are switched when enough are eligible (``switch_frac`` reports the fraction).
+vocabulary with respect to the partner language (``crossalign.lexicon.vocab``: frequency >
+``threshold`` in the block's language and <= ``other_max`` in the partner's, the paper's 100
+and 100 by default) and switches each with probability min(1, switch_prob × context /
+eligible), so that ``switch_prob`` of the context tokens are switched when enough are
+eligible (``switch_frac`` reports the fraction).
 
 - ``tcs_mlm`` (token code-switching): a switched token becomes its translation in a dictionary
   induced from the starting model (CSLS between the two languages' language-specific
@@ -41,7 +43,7 @@ from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.csls import neighbourhood_means, unit
 from crossalign.lexicon.induce import induce, layer_vectors
-from crossalign.lexicon.vocab import language_specific_vocab, token_counts
+from crossalign.lexicon.vocab import check_thresholds, language_specific_vocab, token_counts
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, encode, masked_lm_logits, masked_lm_loss
 
@@ -81,7 +83,7 @@ class CodeSwitchMLM(MaskedLM):
         replace_probs: tuple = (0.8, 0.1),
         switch_prob: float = 0.15,
         threshold: int = 100,
-        other_max: int = 0,
+        other_max: int = 100,
         csls_k: int = 10,
         refresh_every: int = 0,
         max_sentences: int = 100_000,
@@ -91,6 +93,7 @@ class CodeSwitchMLM(MaskedLM):
             raise CrossalignError(f"switch_prob={switch_prob} must be in [0, 1]")
         if ctx.tokenizer is None:
             raise CrossalignError("code-switching needs the run's tokenizer in its TokenContext")
+        check_thresholds(threshold, other_max)
         self.switch_prob = switch_prob
         self.threshold = threshold
         self.other_max = other_max
@@ -227,7 +230,7 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
         replace_probs: tuple = (0.8, 0.1),
         switch_prob: float = 0.15,
         threshold: int = 100,
-        other_max: int = 0,
+        other_max: int = 100,
         csls_k: int = 10,
         refresh_every: int = 0,
         max_sentences: int = 100_000,
@@ -252,8 +255,11 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
 
     @torch.no_grad()
     def refresh(self, model: PreTrainedModel) -> None:
-        """Induce every ordered pair's dictionary from the model's current ``layer``."""
+        """Induce every ordered pair's dictionary from the model's current ``layer``, on the
+        model's device."""
         n, size = len(self.languages), self.ctx.vocab_size
+        device = model.get_input_embeddings().weight.device
+        specific = self.specific.to(device)
         was_training = model.training
         vectors = {
             lang: layer_vectors(
@@ -261,18 +267,18 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
                 self.ctx.tokenizer,
                 self.layer,
                 self.sentences[lang](slice(self.context_sentences)),
-                self.specific[a].any(dim=0).nonzero().squeeze(1).cpu(),
+                specific[a].any(dim=0).nonzero().squeeze(1),
                 lang,
             )
             for a, lang in enumerate(self.languages)
         }
         model.train(was_training)
-        table = torch.full((n, n, size), -1, dtype=torch.long)
+        table = torch.full((n, n, size), -1, dtype=torch.long, device=device)
         for a, la in enumerate(self.languages):
             for b, lb in enumerate(self.languages):
                 if a != b:
-                    src = self.specific[a, b].nonzero().squeeze(1)
-                    tgt = self.specific[b, a].nonzero().squeeze(1)
+                    src = specific[a, b].nonzero().squeeze(1)
+                    tgt = specific[b, a].nonzero().squeeze(1)
                     found = induce(vectors[la], vectors[lb], src, tgt, self.csls_k)
                     table[a, b] = found.table(size)
         self.translations = table.to(self.calls.device)
@@ -354,7 +360,7 @@ class SemanticCodeSwitchMLM(CodeSwitchMLM):
         replace_probs: tuple = (0.8, 0.1),
         switch_prob: float = 0.15,
         threshold: int = 100,
-        other_max: int = 0,
+        other_max: int = 100,
         csls_k: int = 10,
         refresh_every: int = 0,
         max_sentences: int = 100_000,

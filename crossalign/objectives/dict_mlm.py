@@ -1,12 +1,16 @@
 """DICT-MLM: masked LM whose masked tokens are often replaced by a dictionary translation
 (Chaudhary et al. 2020; the variant compared in ALIGN-MLM, Tang et al. 2022, §3).
 
-Of the positions selected for prediction (15%), one that has a dictionary entry is replaced by
-a translation with probability ``translate_prob`` (0.5; one of its translations, uniformly);
-every other selected position gets BERT's 80% ``<mask>`` / 10% random / 10% unchanged. The
-label is always the original token, so the model learns to predict a word from its translation.
-Random replacements are drawn from the block's own language (``vocab``: the token pieces of each
-language, ``vocab.json`` of a derived corpus) and never equal the label.
+Of the positions selected for prediction (15%), each goes, with probability ``translate_prob``
+(0.5), to the dictionary branch: it becomes one of its translations (uniformly) if it has one,
+and is left unchanged otherwise (ALIGN-MLM, App. G.4); the other selected positions get BERT's
+80% ``<mask>`` / 10% random / 10% unchanged. The label is always the original token, so the
+model learns to predict a word from its translation. Random replacements are drawn from the
+block's own language (``vocab``: the token pieces of each language, ``vocab.json`` of a derived
+corpus) and never equal the label.
+
+Variant ``no_translation="bert"``: a selected position without a dictionary entry always gets
+80/10/10, as in plain MLM, so only positions with an entry reach the dictionary branch.
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM
+
+NO_TRANSLATION = ("keep", "bert")
+"""What DICT-MLM does to a selected token without a dictionary entry that drew the dictionary
+branch: ``keep`` it unchanged (the paper) or give it ``bert``'s 80/10/10 (a variant)."""
 
 
 def translation_table(
@@ -64,6 +72,14 @@ def random_other(
     return ids[pick]
 
 
+def check_no_translation(value: str) -> None:
+    """Raise CrossalignError unless ``value`` is one of ``NO_TRANSLATION``."""
+    if value not in NO_TRANSLATION:
+        raise CrossalignError(
+            f"dict_mlm: no_translation '{value}' is unknown; choose {' or '.join(NO_TRANSLATION)}"
+        )
+
+
 def dict_mask(
     input_ids: torch.Tensor,
     maskable: torch.Tensor,
@@ -76,27 +92,35 @@ def dict_mask(
     translate_prob: float = 0.5,
     replace_probs: tuple[float, float] = (0.8, 0.1),
     positions: torch.Tensor | None = None,
+    no_translation: str = "keep",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """DICT-MLM masking: select each maskable token with ``mask_prob``; a selected token with
-    translations becomes one of them with ``translate_prob``; the other selected tokens get
-    80% ``mask_id`` / 10% a random id from ``random_ids`` (≠ the token) / 10% unchanged.
+    """DICT-MLM masking: select each maskable token with ``mask_prob``; with ``translate_prob``
+    a selected token becomes one of its translations, or stays unchanged when it has none
+    (``no_translation="keep"``, the paper); the other selected tokens get 80% ``mask_id`` /
+    10% a random id from ``random_ids`` (≠ the token) / 10% unchanged. With
+    ``no_translation="bert"`` a selected token without translations always gets 80/10/10.
 
     input_ids, maskable: [B, L]; (offsets, targets) from ``translation_table``; random_ids [R]
     with ``positions = id_positions(random_ids, V)`` (computed when None).
     Returns (inputs [B, L], labels [B, L]); labels = IGNORE_INDEX where not selected.
     """
+    check_no_translation(no_translation)
     shape = input_ids.shape
     selected = (torch.rand(shape, generator=generator) < mask_prob) & maskable
     start = offsets[input_ids]
     count = offsets[input_ids + 1] - start
-    translate = selected & (count > 0) & (torch.rand(shape, generator=generator) < translate_prob)
+    has_entry = count > 0
+    branch = selected & (torch.rand(shape, generator=generator) < translate_prob)
+    if no_translation == "bert":
+        branch = branch & has_entry
+    translate = branch & has_entry
     which = (torch.rand(shape, generator=generator) * count).long().clamp(min=0)
     which = torch.minimum(which, (count - 1).clamp(min=0))
     if targets.numel():
         translation = targets[(start + which).clamp(max=targets.numel() - 1)]
     else:
         translation = input_ids
-    rest = selected & ~translate
+    rest = selected & ~branch  # with "keep", the branch's tokens without entry stay as they are
     u = torch.rand(shape, generator=generator)
     to_mask = rest & (u < replace_probs[0])
     to_random = rest & (u >= replace_probs[0]) & (u < replace_probs[0] + replace_probs[1])
@@ -131,7 +155,8 @@ def dictionary_token_ids(
 
 @OBJECTIVES.register("dict_mlm")
 class DictMLM(MaskedLM):
-    """DICT-MLM: masked tokens replaced by their dictionary translation half the time."""
+    """DICT-MLM: half of the masked tokens replaced by their dictionary translation (kept as
+    they are when they have none; ``no_translation="bert"``: 80/10/10 then)."""
 
     data = "mono"
 
@@ -143,12 +168,15 @@ class DictMLM(MaskedLM):
         translate_prob: float = 0.5,
         mask_prob: float = 0.15,
         replace_probs: tuple = (0.8, 0.1),
+        no_translation: str = "keep",
     ) -> None:
         super().__init__(ctx, mask_prob, replace_probs)
         from crossalign.data.derive import read_vocab
 
+        check_no_translation(no_translation)
         src, tgt = dictionary_token_ids("dict_mlm", dictionary, ctx)
         self.translate_prob = translate_prob
+        self.no_translation = no_translation
         # Masking runs in collate on the CPU: plain CPU tensors, not buffers.
         self.offsets, self.targets = translation_table(
             torch.tensor(src), torch.tensor(tgt), ctx.vocab_size
@@ -194,6 +222,7 @@ class DictMLM(MaskedLM):
             self.translate_prob,
             self.replace_probs,
             positions,
+            self.no_translation,
         )
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:

@@ -1,11 +1,12 @@
 """Denoising word alignment (XLM-Align, Chi et al. ACL 2021, §3.2), with TLM on the same pass.
 
 Every step: (1) self-label the unmasked translation pair with the current model — hidden
-states of layer ``layer``, optimal transport by Sinkhorn, iterative alignment filtering
-(§3.1, ``crossalign.align``); (2) mask the pair as TLM does; (3) a pointer network over the
+states of layer ``layer``, optimal transport by Sinkhorn (Eq. 6), iterative alignment filtering
+(Eq. 7-9, ``crossalign.align``); (2) mask the pair as TLM does; (3) a pointer network over the
 final-layer states of the masked pair predicts, for every masked token that has a self-label,
 the position of its aligned token in the other sentence (Eq. 10-11); the loss is the
-cross-entropy of that pointer, in both directions. TLM's masked-LM loss uses the same forward.
+cross-entropy of that pointer, in both directions (Eq. 15). TLM's masked-LM loss uses the same
+forward.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
-from crossalign.align.extract import itermax_links
+from crossalign.align.extract import plan_links
+from crossalign.align.options import OT_FILTERS, SINKHORN_ORDERS
 from crossalign.align.similarity import dot_scores, log_clamped
 from crossalign.align.sinkhorn import sinkhorn_log
 from crossalign.config import RunConfig
@@ -27,6 +29,8 @@ from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import masked_lm_logits, masked_lm_loss
 from crossalign.objectives.tlm import TranslationLM
 
+DWA_REDUCTIONS = ("sum", "mean")
+
 
 def self_label_pointers(
     states: torch.Tensor,
@@ -35,21 +39,25 @@ def self_label_pointers(
     sinkhorn_iters: int = 2,
     filter_iters: int = 2,
     alpha: float = 0.9,
+    mu: float = 1.0,
+    sinkhorn_order: str = "rows-first",
+    ot_filter: str = "iterative",
 ) -> torch.Tensor:
     """Pointer labels from self-labelled alignments of jointly encoded pairs (§3.1).
 
     The transport plan T between the source tokens (``src_mask``) and target tokens
     (``tgt_mask``) of one sequence comes from ``f_sim = log max(ε, h_iᵀh_j)`` by Sinkhorn
-    (μ = 1); links are the forward/backward argmax intersection plus iterative alignment
-    filtering. A source token's label is the linked target position with the largest T, a
-    target token's the linked source position likewise; unlinked tokens get IGNORE_INDEX.
+    (regularisation ``mu``, ``sinkhorn_order``; Eq. 6); links are extracted by ``ot_filter``
+    (``iterative``: Eq. 7-9; see ``crossalign.align.extract.plan_links``). A source token's
+    label is the linked target position with the largest T, a target token's the linked source
+    position likewise; unlinked tokens get IGNORE_INDEX.
 
     states [B, L, H] (layer states of the unmasked pair), src_mask/tgt_mask [B, L] bool
     (real, non-special tokens of each side) -> labels [B, L] long (positions in L).
     """
     f_sim = log_clamped(dot_scores(states.float(), states.float()))
-    plan = sinkhorn_log(f_sim, src_mask, tgt_mask, 1.0, sinkhorn_iters).exp()  # [B, L, L]
-    links = itermax_links(plan, src_mask, tgt_mask, filter_iters, alpha)
+    plan = sinkhorn_log(f_sim, src_mask, tgt_mask, mu, sinkhorn_iters, sinkhorn_order).exp()
+    links = plan_links(plan, src_mask, tgt_mask, ot_filter, filter_iters, alpha)  # [B, L, L]
     linked_plan = torch.where(links, plan, torch.full_like(plan, -1.0))
     fwd_score, fwd = linked_plan.max(dim=2)  # source i -> target j
     bwd_score, bwd = linked_plan.max(dim=1)  # target j -> source i
@@ -64,16 +72,22 @@ def pointer_loss(
     labels: torch.Tensor,
     segment_ids: torch.Tensor,
     pointable: torch.Tensor,
+    reduction: str = "sum",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Cross-entropy of the pointer network (Eq. 10-11), computed in fp32.
+    """Cross-entropy of the pointer network (Eq. 10-11, 15), computed in fp32.
 
     For each row i with a label, a_ij = softmax_j(q_iᵀk_j / √d) over the positions j of the
     *other* segment that are ``pointable`` (real, non-special tokens); same-segment and
-    padding positions get probability 0.
+    padding positions get probability 0. ``reduction``: ``sum`` (Eq. 15: the sum over the
+    labelled masked positions P of each pair, averaged over the B pairs of the batch) or
+    ``mean`` (the mean over all labelled positions of the batch: a summed loss divided by
+    |P| per pair on average).
 
     query/key [B, L, d], labels [B, L] (target position or IGNORE_INDEX), segment_ids [B, L]
-    (0 source, 1 target, -1 padding), pointable [B, L] bool -> (mean loss, number of rows).
+    (0 source, 1 target, -1 padding), pointable [B, L] bool -> (loss, number of rows).
     """
+    if reduction not in DWA_REDUCTIONS:
+        raise ValueError(f"unknown reduction {reduction!r}; expected one of {DWA_REDUCTIONS}")
     rows = labels != IGNORE_INDEX  # [B, L]
     n = rows.sum()
     if n == 0:
@@ -83,7 +97,9 @@ def pointer_loss(
     scores = all_scores[b_idx, i_idx] / math.sqrt(query.shape[-1])  # [N, L]
     other = segment_ids[b_idx] == (1 - segment_ids[b_idx, i_idx])[:, None]  # [N, L]
     scores = scores.masked_fill(~(other & pointable[b_idx]), float("-inf"))
-    return F.cross_entropy(scores, labels[b_idx, i_idx]), n
+    if reduction == "mean":
+        return F.cross_entropy(scores, labels[b_idx, i_idx]), n
+    return F.cross_entropy(scores, labels[b_idx, i_idx], reduction="sum") / query.shape[0], n
 
 
 @OBJECTIVES.register("dwa")
@@ -99,16 +115,39 @@ class DenoisingWordAlignment(TranslationLM):
         sinkhorn_iters: int = 2,
         filter_iters: int = 2,
         alpha: float = 0.9,
+        mu: float = 1.0,
+        sinkhorn_order: str = "rows-first",
+        ot_filter: str = "iterative",
+        reduction: str = "sum",
         tlm_weight: float = 1.0,
         allow_cold_start: bool = False,
         mask_prob: float = 0.15,
         replace_probs: tuple = (0.8, 0.1),
     ) -> None:
+        """Options: ``layer`` (self-labelling layer; the paper's ablation varies it),
+        ``sinkhorn_iters``, ``mu``, ``sinkhorn_order`` (Eq. 6), ``ot_filter`` (``iterative``:
+        Eq. 7-9; ``union``: the ablation without filtering; ``itermax``), ``filter_iters``,
+        ``alpha``, ``reduction`` of the pointer loss (``sum``: Eq. 15; ``mean``), ``tlm_weight``."""
         super().__init__(ctx, mask_prob=mask_prob, replace_probs=replace_probs)
+        for key, value, allowed in (
+            ("sinkhorn_order", sinkhorn_order, SINKHORN_ORDERS),
+            ("ot_filter", ot_filter, OT_FILTERS),
+            ("reduction", reduction, DWA_REDUCTIONS),
+        ):
+            if value not in allowed:
+                raise CrossalignError(
+                    f"objective dwa: {key} '{value}' is unknown; choose one of {', '.join(allowed)}"
+                )
+        if mu <= 0:
+            raise CrossalignError(f"objective dwa: mu={mu} must be > 0")
         self.layer = layer
         self.sinkhorn_iters = sinkhorn_iters
         self.filter_iters = filter_iters
         self.alpha = alpha
+        self.mu = mu
+        self.sinkhorn_order = sinkhorn_order
+        self.ot_filter = ot_filter
+        self.reduction = reduction
         self.tlm_weight = tlm_weight
         self.allow_cold_start = allow_cold_start
         self.query: nn.Linear | None = None
@@ -124,12 +163,17 @@ class DenoisingWordAlignment(TranslationLM):
             )
 
     def start(self, model: PreTrainedModel, data=None) -> None:
-        """Create the pointer network's query and key projections (hidden -> hidden) and
-        clamp the self-labelling layer to the model's depth."""
+        """Create the pointer network's query and key projections (hidden -> hidden); a
+        self-labelling ``layer`` the model does not have is an error."""
+        depth = model.config.num_hidden_layers
+        if not 0 <= self.layer <= depth:
+            raise CrossalignError(
+                f"objective dwa: layer={self.layer}, but the model has layers 0-{depth} "
+                f"(0 = embeddings); set layer: {depth} or lower (XLM-Align: layer 10 of 12)"
+            )
         hidden = model.config.hidden_size
         self.query = nn.Linear(hidden, hidden)
         self.key = nn.Linear(hidden, hidden)
-        self.layer = min(self.layer, model.config.num_hidden_layers)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """TLM's batch plus ``original_ids`` (the unmasked pair, for self-labelling)."""
@@ -166,6 +210,9 @@ class DenoisingWordAlignment(TranslationLM):
             self.sinkhorn_iters,
             self.filter_iters,
             self.alpha,
+            self.mu,
+            self.sinkhorn_order,
+            self.ot_filter,
         )
         hidden = model.base_model(input_ids=batch["input_ids"], **kwargs).last_hidden_state
         masked = batch["labels"] != IGNORE_INDEX
@@ -188,6 +235,7 @@ class DenoisingWordAlignment(TranslationLM):
             outputs["pointer_labels"],
             batch["segment_ids"],
             outputs["pointable"],
+            self.reduction,
         )
         metrics = {
             "lm_loss": tlm.detach(),

@@ -126,7 +126,8 @@ def test_a_sentence_aligns_to_itself_on_the_diagonal(tiny_model, files, tmp_path
     lines = align(tiny_model, src, src, tmp_path / "self.txt", "--layer", "0", "--method", method)
     words = [len(s.split()) for s in src.read_text().splitlines()]
     assert lines == [[(i, i) for i in range(n)] for n in words]
-    # and scores AER 0 against a gold of the same diagonal, 1-based ids
+    # and scores AER 0 against a gold of the same diagonal, 1-based ids (the empty fourth
+    # sentence has none, so the rule is given: auto would read the 8 ids by rank)
     gold = tmp_path / "gold.txt"
     gold.write_text(
         "".join(f"{k + 1} {i + 1} {i + 1} S\n" for k, n in enumerate(words) for i in range(n))
@@ -141,6 +142,8 @@ def test_a_sentence_aligns_to_itself_on_the_diagonal(tiny_model, files, tmp_path
                 str(tmp_path / "self.txt"),
                 "--gold",
                 str(gold),
+                "--gold-ids",
+                "one",
                 "--json",
                 str(json_out),
             ]
@@ -158,6 +161,7 @@ def test_eval_aer_sweeps_layers(tiny_model, files, tmp_path, capsys):
     testset.mkdir()
     (testset / "test.en").write_text(src.read_text())
     (testset / "test.es").write_text(tgt.read_text())
+    # gold for the first 2 of 9 sentences, by 0-based line number: the rest have no links
     (testset / "alignv2.txt").write_text("0 1 1 S\n0 2 2 P\n1 1 1 S\n")
     out = tmp_path / "aer.json"
     args = [
@@ -167,12 +171,15 @@ def test_eval_aer_sweeps_layers(tiny_model, files, tmp_path, capsys):
         str(tiny_model),
         "--testset",
         str(testset),
+        "--gold-ids",
+        "zero",
         "--json",
         str(out),
     ]
     assert main([*args, "--layers", "all"]) == 0
     printed = capsys.readouterr().out
     assert "en-es, ot, separate encoding" in printed and "layer 2" in printed
+    assert "gold en-es: 9 sentences, ids read 0-based (--gold-ids zero); 7 without" in printed
     scores = json.loads(out.read_text())
     assert list(scores) == ["layer 0", "layer 1", "layer 2"]
     assert all(0.0 <= s["aer"] <= 1.0 for s in scores.values())
@@ -191,7 +198,9 @@ def test_eval_aer_sweeps_layers(tiny_model, files, tmp_path, capsys):
         "--languages",
         "en-es",
     )
-    assert main(["eval", "aer", "--pred", str(tmp_path / "pred.txt"), "--gold", str(testset)]) == 0
+    pred_args = ["--pred", str(tmp_path / "pred.txt"), "--gold", str(testset)]
+    assert main(["eval", "aer", *pred_args]) == 2  # auto refuses 2 ids for 9 sentences
+    assert main(["eval", "aer", *pred_args, "--gold-ids", "zero"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].split()[1:] == printed_row(
         scores_of(out, "layer 2")
     )

@@ -163,36 +163,56 @@ def test_eval_alignment_score_and_transfer(trained, derived, tmp_path, capsys):
     scores = json.loads(out.read_text())
     assert 0.0 <= scores["alignment_nn"] <= 1.0 and 0.0 <= scores["alignment_csls"] <= 1.0
     assert scores["pairs"] == len((derived / "dictionary" / "test.txt").read_text().splitlines())
-    assert "alignment (CSLS, k=10)" in capsys.readouterr().out
+    # the paper's score: every twinned token of the English vocabulary (no shared ones here)
+    card = json.loads((derived / "card.json").read_text())["derived"]
+    assert scores["alignment_tokens"] == card["english_vocab_size"] - 5
+    assert 0.0 <= scores["alignment"] <= 1.0
+    printed = capsys.readouterr().out
+    assert "alignment (the paper's" in printed and "CSLS (k=10)" in printed
     out = tmp_path / "transfer.json"
     argv = ["transfer", "--task", "test-shape", "--model", model, "--derived", str(derived)]
     assert _eval([*argv, "--epochs", "1", "--batch-size", "8", "--json", str(out)]) == 0
     t = json.loads(out.read_text())
     assert t["delta"] == pytest.approx(t["sup"] - t["zs"])
-    assert t["test_sentences"] == 6 and 0 <= t["zs"] <= 100
-    assert "SUP" in capsys.readouterr().out
+    assert t["delta_f1"] == pytest.approx(t["sup_f1"] - t["zs_f1"])
+    assert t["test_sentences"] == 6 and 0 <= t["zs"] <= 100 and 0 <= t["zs_f1"] <= 100
+    assert "macro-F1" in capsys.readouterr().out
 
 
 def test_study_runs_each_objective_and_reuses_finished_runs(tmp_path, capsys):
     out = tmp_path / "study"
     argv = [
-        "study", "derived", "--transform", "trans+inv", "--corpus", str(EN), "--vocab-size", "120",
-        "--out", str(out), "--objectives", "mlm,align_mlm", "--preset", "tiny", "--steps", "3",
-        "--train-batch-size", "4", "--train-max-length", "32", "--task", "test-shape",
-        "--epochs", "1", "train.log_every=3",
+        "study", "derived", "--transform", "trans,trans+inv", "--corpus", str(EN),
+        "--vocab-size", "120", "--out", str(out), "--objectives", "mlm,align_mlm", "--preset",
+        "tiny", "--steps", "3", "--train-batch-size", "4", "--train-max-length", "32", "--task",
+        "test-shape", "--epochs", "1", "train.log_every=3",
     ]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((out / "results.json").read_text())
-    assert [r["objective"] for r in results["rows"]] == ["mlm", "align_mlm"]
+    assert [(r["transform"], r["objective"]) for r in results["rows"]] == [
+        ("trans", "mlm"), ("trans", "align_mlm"), ("trans+inv", "mlm"), ("trans+inv", "align_mlm")
+    ]  # fmt: skip
     for r in results["rows"]:
         assert r["delta"] == pytest.approx(r["sup"] - r["zs"])
-    assert "Spearman ρ(alignment, Δ)" in (out / "results.md").read_text()
-    stamp = (out / "runs" / "mlm" / "model").stat().st_mtime_ns
+        assert 0.0 <= r["alignment"] <= 1.0
+    pooled = results["spearman_alignment_delta"][0]
+    assert (pooled["alignment"], pooled["delta"], pooled["over"], pooled["n"]) == (
+        "alignment", "delta", "all", 4
+    )  # fmt: skip
+    assert "rho" in pooled and "p" in pooled
+    assert "| alignment | Δ accuracy | all | 4 |" in (out / "results.md").read_text()
+    # neither ALIGN-MLM nor its MLM baseline has language embeddings
+    for name in ("mlm", "align_mlm"):
+        config = json.loads((out / "trans" / "runs" / name / "model" / "config.json").read_text())
+        assert config["crossalign_languages"] == [] and config["type_vocab_size"] == 1
+    model = out / "trans+inv" / "runs" / "mlm" / "model"
+    stamp = model.stat().st_mtime_ns
     capsys.readouterr()
     assert main(argv) == 0  # everything reused
-    assert (out / "runs" / "mlm" / "model").stat().st_mtime_ns == stamp
+    assert model.stat().st_mtime_ns == stamp
     printed = capsys.readouterr().out
     assert "already written" in printed and "== pre-training" not in printed
+    assert "== evaluating" not in printed
     assert main([*argv[:-1], "--objectives", "mlm,bert"]) == 2
 
 

@@ -14,7 +14,7 @@ def test_dwa_continues_from_a_checkpoint(tiny, tmp_path):
         "dwa",
         **{
             "model.path": str(model),
-            "objectives": "[{name: mlm}, {name: dwa, weight: 1.0, layer: 10}]",
+            "objectives": "[{name: mlm}, {name: dwa, weight: 1.0, layer: 2}]",
             "train.steps": 4,
             "train.save_every": 2,
         },

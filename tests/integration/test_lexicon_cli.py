@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from crossalign.cli import main
+from crossalign.cli import build_parser, main
 from crossalign.evals.lexicon_commands import add_lexicon_eval_parsers
 
 from .conftest import FIXTURES
@@ -47,7 +47,7 @@ def trained(tmp_path_factory) -> Path:
     from .conftest import tiny_overrides
 
     run = tmp_path_factory.mktemp("tcs") / "run"
-    objectives = "[{name: tcs_mlm, threshold: 1, refresh_every: 3}]"
+    objectives = "[{name: tcs_mlm, threshold: 1, other_max: 0, refresh_every: 3}]"
     extra = {"data.parallel": "{}", "train.steps": 6, "train.save_every": 0}
     args = tiny_overrides(run, objectives=objectives, **extra)
     assert main(["train", *args]) == 0
@@ -65,7 +65,7 @@ def test_tcs_training_logs_both_losses(trained):
 
 
 def test_tcs_resume_repeats_the_curve(tiny, tmp_path):
-    objectives = "[{name: tcs_mlm, threshold: 1, refresh_every: 2}]"
+    objectives = "[{name: tcs_mlm, threshold: 1, other_max: 0, refresh_every: 2}]"
     extra = {"data.parallel": "{}", "train.steps": 6, "train.save_every": 3}
     args = tiny("a", objectives=objectives, **extra)
     assert main(["train", *args]) == 0
@@ -77,7 +77,7 @@ def test_tcs_resume_repeats_the_curve(tiny, tmp_path):
 
 
 def test_scs_training_runs(tiny, tmp_path):
-    objectives = "[{name: scs_mlm, threshold: 1, refresh_every: 2}, {name: mlm}]"
+    objectives = "[{name: scs_mlm, threshold: 1, other_max: 0, refresh_every: 2}, {name: mlm}]"
     args = tiny("scs", objectives=objectives, **{"data.parallel": "{}", "train.steps": 4})
     assert main(["train", *args]) == 0
     lines = [r for r in records(tmp_path / "scs") if "loss" in r]
@@ -111,6 +111,8 @@ def test_induce_dict_writes_muse_with_scores(trained, tmp_path, capsys):
             str(ES),
             "--threshold",
             "1",
+            "--other-max",
+            "0",
             "--layer",
             layer,
             "--out",
@@ -174,6 +176,38 @@ def test_eval_bli_rsim_layers(trained, gold, tmp_path, capsys):
     assert [r["layer"] for r in rows] == [0, 1, 2]
     assert len({r["words"] for r in rows}) == 1  # every layer on the same words
     assert "Hit@1" in capsys.readouterr().out
+
+
+def test_vocabulary_flags_default_to_the_paper():
+    parser = build_parser()
+    common = ["--model", "m", "--src", "en", "--tgt", "es"]
+    induce = parser.parse_args(["induce-dict", *common, "--out", "o"])
+    induced = parser.parse_args(["eval", "induced-dict", *common, "--dict", "d"])
+    for args in (induce, induced):
+        assert (args.threshold, args.other_max) == (100, 100)
+
+
+def test_eval_induced_dict_reports_precision_and_bli(trained, gold, tmp_path, capsys):
+    model, out = str(trained / "model"), tmp_path / "induced.json"
+    vocab = ["--threshold", "1", "--other-max", "0", "--words", "mean", "--json", str(out)]
+    text = ["--src-text", str(EN), "--tgt-text", str(ES)]
+    assert run_eval(["induced-dict", "--model", model, "--dict", str(gold), *text, *vocab]) == 0
+    record = json.loads(out.read_text())
+    induced, bli = record["induced"], record["bli"]
+    assert record["pair"] == "en-es" and 0 < induced["scored"] <= induced["pairs"]
+    assert induced["precision"] == pytest.approx(induced["correct"] / induced["scored"])
+    assert bli["words"] == 8 and bli["candidates"] == 9  # the same numbers as eval bli
+    printed = capsys.readouterr().out
+    assert "precision" in printed and "Hit@1" in printed
+    # the paper's direction, X->en, from the en-X dictionary read the other way round
+    text = ["--src-text", str(ES), "--tgt-text", str(EN)]
+    argv = ["induced-dict", "--model", model, "--dict", str(gold), "--reverse", *text, *vocab]
+    assert run_eval([*argv, "--layer", "1"]) == 0
+    record = json.loads(out.read_text())
+    assert record["pair"] == "es-en" and record["layer"] == 1
+    assert record["bli"]["candidates"] == 8  # the distinct English words of the dictionary
+    assert main(["eval", "induced-dict", "--model", model, "--dict", str(gold)]) == 2
+    assert "no text for 'en': give --corpus DIR, or --src-text" in capsys.readouterr().err
 
 
 def test_eval_retrieval_identity_and_corpus(trained, tmp_path):

@@ -118,6 +118,8 @@ def test_nan_loss_stops_and_keeps_last_good(tiny, tmp_path, capsys):
             "differ in line count",
         ),
         ("train.grad_accum=3", "train.batch_size=8 must be divisible by processes (1)"),
+        ("objectives=[{name: mlm, batch_size: 0}]", "objective mlm: batch_size=0 must be >= 1"),
+        ("train.objective_mix=mixed", "train.objective_mix 'mixed' must be weighted or pooled"),
     ],
 )
 def test_bad_input_one_line_error(tiny, override, message, capsys):
@@ -190,3 +192,23 @@ def test_dataloader_workers_on_gpu(tiny, tmp_path):
     assert (
         main(["train", *tiny("gpu", **{"data.num_workers": 2, "train.steps": 6}), "--resume"]) == 0
     )
+
+
+def test_objectives_with_their_own_batch_size_pooled(tiny, tmp_path):
+    """XLM's mixed data: TLM pairs 25% of MLM sequences, one mean over both objectives."""
+    args = tiny(
+        "mixed",
+        **{
+            "objectives": "[{name: mlm, batch_size: 8}, {name: tlm, batch_size: 2}]",
+            "train.objective_mix": "pooled",
+            "train.adam_eps": 1e-6,
+            "train.grad_accum": 2,
+            "train.steps": 3,
+            "train.save_every": 0,
+        },
+    )
+    assert main(["train", *args]) == 0
+    record = json.loads((tmp_path / "mixed" / "metrics.jsonl").read_text().splitlines()[-2])
+    assert record["step"] == 3 and "loss/tlm" in record
+    assert main(["train", *tiny("odd", **{"objectives": "[{name: tlm, batch_size: 3}]",
+                                          "train.grad_accum": 2})]) == 2  # fmt: skip

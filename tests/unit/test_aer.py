@@ -68,9 +68,11 @@ def test_read_gold_links_ids_marks_and_null_links(tmp_path):
     gold = read_gold_links(zero_based, lengths=[(2, 1), (2, 2)])
     assert gold.sure == [{(0, 0)}, {(0, 1)}]
     assert gold.possible == [{(0, 0), (1, 0)}, {(0, 1)}]
+    assert gold.ids == "zero"
     one_based = tmp_path / "b.txt"
     one_based.write_text("0001 1 1 S\n0003 2 2 P\n0003 1 1\n")
-    gold = read_gold_links(one_based, n_sentences=4)
+    # ids 1 and 3 cover 2 of 4 sentences: only an explicit rule reads them as line numbers
+    gold = read_gold_links(one_based, [(2, 2)] * 4, ids="one")
     assert gold.sure == [{(0, 0)}, set(), {(0, 0)}, set()]
     assert gold.possible[2] == {(0, 0), (1, 1)}
 
@@ -83,7 +85,7 @@ def test_read_gold_links_ids_marks_and_null_links(tmp_path):
         ("0 1 1 Q\n", r"g.txt:1: mark 'Q'"),
         ("0 0 1 S\n", r"g.txt:1: word positions are 1-based"),
         ("0 1 1 S\n1 3 1 S\n", r"g.txt:2: link 3-1 is out of range"),
-        ("0 1 1 S\n5 1 1 S\n", r"g.txt:2: sentence id 5 is beyond the 2 sentences"),
+        ("0 1 1 S\n1 1 1 S\n5 1 1 S\n", r"g.txt: gold links cover 3 distinct sentence ids"),
         ("", r"g.txt: no gold links"),
     ],
 )
@@ -91,7 +93,7 @@ def test_read_gold_links_errors(tmp_path, text, message):
     path = tmp_path / "g.txt"
     path.write_text(text)
     with pytest.raises(CrossalignError, match=message):
-        read_gold_links(path, 2, [(2, 2), (2, 2)])
+        read_gold_links(path, [(2, 2), (2, 2)])
 
 
 def test_read_testset_layout_errors(tmp_path):

@@ -1,4 +1,5 @@
-"""Alignment score (NN and CSLS) against constructed embeddings and a per-query loop."""
+"""Alignment scores against constructed embeddings and per-token loops: the paper's score over
+the derivation's token mapping, and the dictionary retrieval (NN and CSLS)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from crossalign.evals.alignment_score import alignment_score
-from crossalign.study import ranks, spearman
+from crossalign.errors import CrossalignError
+from crossalign.evals.alignment_score import (
+    alignment_score,
+    counterpart_alignment,
+    token_mapping,
+)
 
 
 def _twins(v=30, h=8, seed=0):
@@ -70,13 +75,59 @@ def test_matches_a_per_query_loop_on_noisy_twins(method):
     assert 0.0 < got < 1.0
 
 
-def test_spearman_matches_scipy_with_ties():
-    stats = pytest.importorskip("scipy.stats")
-    g = torch.Generator().manual_seed(0)
-    for n in (2, 4, 7, 30):
-        x = torch.randint(0, 5, (n,), generator=g).tolist()
-        y = torch.randn(n, generator=g).tolist()
-        if len(set(x)) > 1:  # Spearman's ρ is undefined for a constant side
-            assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic)
-    assert ranks([3.0, 1.0, 3.0, 2.0]) == [3.5, 1.0, 3.5, 2.0]
-    assert spearman([1, 2, 3, 4], [40, 30, 20, 10]) == pytest.approx(-1.0)
+def _paper_alignment(emb, counterpart, derived_tokens):
+    """The paper's alignment score, token by token: for each source token, its nearest
+    neighbour by cosine among the derived-language tokens; the share that is its
+    counterpart."""
+    right = 0
+    for src, tgt in counterpart.items():
+        cosines = {t: F.cosine_similarity(emb[src], emb[t], dim=0).item() for t in derived_tokens}
+        right += max(cosines, key=cosines.get) == tgt
+    return right / len(counterpart)
+
+
+def test_counterpart_alignment_matches_the_paper_token_by_token():
+    # tokens 0-3 are English, 4-7 their twins; 8 is shared (a candidate only)
+    emb = torch.tensor(
+        [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 0.2],
+         [2.0, 0.1], [0.1, 3.0], [0.0, 1.0], [-1.0, -1.0], [1.0, 0.9]]
+    )  # fmt: skip
+    counterpart = {0: 4, 1: 5, 2: 6, 3: 7}
+    # 0 → 4 (right), 1 → 6 (exactly its direction: wrong), 2 → 8 (the shared token: wrong),
+    # 3 → 7 (right)
+    derived_tokens = [4, 5, 6, 7, 8]
+    want = _paper_alignment(emb, counterpart, derived_tokens)
+    assert want == 0.5
+    src, tgt = torch.tensor([0, 1, 2, 3]), torch.tensor([4, 5, 6, 7])
+    assert counterpart_alignment(emb, src, tgt, torch.tensor(derived_tokens)) == want
+    # noisy twins: the vectorised score equals the loop
+    twins, src_vocab, tgt_vocab = _twins(v=30, h=4, seed=3)
+    twins[30:] += 0.8 * torch.randn(30, 4, generator=torch.Generator().manual_seed(4))
+    got = counterpart_alignment(twins, src_vocab, tgt_vocab, tgt_vocab)
+    loop = _paper_alignment(twins, dict(zip(src_vocab.tolist(), tgt_vocab.tolist())),
+                            tgt_vocab.tolist())  # fmt: skip
+    assert got == pytest.approx(loop) and 0.0 < got < 1.0
+    with pytest.raises(CrossalignError, match="no source token"):
+        counterpart_alignment(emb, torch.tensor([], dtype=torch.long), tgt, tgt)
+
+
+def test_token_mapping_scores_every_twinned_token(tmp_path):
+    from pathlib import Path
+
+    from crossalign.config import TokenizerConfig
+    from crossalign.data.derive import Transliterator, build_twin_tokenizer
+    from crossalign.data.tokenizer import train_tokenizer
+
+    lines = (Path(__file__).resolve().parents[1] / "fixtures/tiny/en.txt").read_text().splitlines()
+    base = train_tokenizer({"en": lines}, TokenizerConfig(vocab_size=120), seed=0)
+    shared = [7, 9]
+    tr = Transliterator(build_twin_tokenizer(base, shared), shared)
+    src, tgt, tgt_vocab = token_mapping(tr)
+    special = set(base.all_special_ids)
+    v = len(base)
+    assert src.tolist() == [t for t in range(v) if t not in special and t not in shared]
+    assert tgt.tolist() == [t + v for t in src.tolist()]
+    assert tgt_vocab.tolist() == sorted(shared + tgt.tolist())
+    # identical twin embeddings: every source token finds its twin
+    emb = torch.randn(v, 8, generator=torch.Generator().manual_seed(0))
+    assert counterpart_alignment(torch.cat([emb, emb]), src, tgt, tgt_vocab) == 1.0

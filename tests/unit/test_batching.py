@@ -78,3 +78,33 @@ def test_pair_array_roundtrip():
         ([3], [8, 9]),
         ([4, 5, 6], []),
     ]
+
+
+def test_step_plan_and_collator_use_each_objectives_batch_size():
+    """Objective ``a`` draws 8 examples a step, ``b`` 2; each micro-batch of each process gets
+    its slice of both."""
+    import torch
+
+    from crossalign.data.loader import StepCollator, StepPlan
+    from crossalign.objectives import TokenContext
+    from crossalign.objectives.mlm import MaskedLM
+
+    ctx = TokenContext(
+        pad_id=1, mask_id=4, cls_id=0, sep_id=2, special_ids=[0, 1, 2, 3, 4], vocab_size=50,
+        languages=[], position_offset=0, max_length=8,
+    )  # fmt: skip
+    blocks = np.arange(5, 5 + 40 * 8).reshape(40, 8) % 45 + 5
+    objectives = {"a": MaskedLM(ctx), "b": MaskedLM(ctx)}
+    samplers = {n: SourceSampler({"en": 40}, 1.0, 0, i) for i, n in enumerate(objectives)}
+    plan = StepPlan(samplers, 0, 2, {"a": 8, "b": 2})
+    draws = list(plan)
+    assert [len(d.draws["a"][1]) for d in draws] == [8, 8]
+    assert [len(d.draws["b"][1]) for d in draws] == [2, 2]
+    examples = {"mono": {"en": blocks}}
+    for rank in (0, 1):
+        item = StepCollator(objectives, examples, 0, rank, 1, {"a": 4, "b": 1})[draws[0]]
+        (micro,) = item.micro
+        assert micro["a"]["input_ids"].shape == (4, 8) and micro["b"]["input_ids"].shape == (1, 8)
+        rows = draws[0].draws["b"][1][rank : rank + 1]
+        assert torch.equal(micro["b"]["attention_mask"], torch.ones(1, 8, dtype=torch.long))
+        assert (micro["b"]["input_ids"] == torch.from_numpy(blocks[rows])).float().mean() > 0.5

@@ -10,11 +10,20 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from crossalign.evals.bli import BLISet, bli_scores, build_bli_set, hits_at, normalise_word
+from crossalign.errors import CrossalignError
+from crossalign.evals.bli import (
+    BLISet,
+    bli_scores,
+    build_bli_set,
+    hits_at,
+    induced_precision,
+    normalise_word,
+)
 from crossalign.evals.rsim import mean_cosine, rsim
 from crossalign.lexicon.embed import TokenVectors, word_vectors
+from crossalign.lexicon.induce import induce
 
-from .test_csls import small_rotation
+from .test_csls import naive_csls, small_rotation
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 
@@ -143,3 +152,52 @@ def test_rsim_equals_loop_pearson():
     assert mean_cosine(src[:, :5], src[:, :5] * 2) == pytest.approx(1.0)
     with pytest.raises(ValueError):
         rsim(src[:2], tgt[:2])
+
+
+def table1_precision(tok, table, src_ids, tgt_ids, gold, k):
+    """Lu et al. 2023, Table 1, literally: each source word of the X-specific vocabulary is
+    translated to its CSLS-nearest word of the English-specific vocabulary; the score is the
+    share of translations found in the gold dictionary, over the source words it covers."""
+
+    def word(i):
+        return tok.convert_ids_to_tokens(int(i)).lstrip("▁").lower()
+
+    csls = naive_csls(table[src_ids].double().numpy(), table[tgt_ids].double().numpy(), k)
+    translation = {word(s): word(tgt_ids[int(row.argmax())]) for s, row in zip(src_ids, csls)}
+    gold_of = {}
+    for s, t in gold:
+        gold_of.setdefault(s, []).append(t)
+    covered = [s for s in translation if s in gold_of]
+    return sum(translation[s] in gold_of[s] for s in covered) / len(covered)
+
+
+def test_induced_precision_hand_made():
+    es, en = ["gato", "perro", "casa", "Libro", "xyz"], ["cat", "dog", "house", "book", "tree"]
+    tok = make_tokenizer(es + en)
+    ids = tok.convert_tokens_to_ids
+    src_ids = torch.tensor([ids(f"▁{w}") for w in es])
+    tgt_ids = torch.tensor([ids(f"▁{w}") for w in en])
+    g = torch.Generator().manual_seed(0)
+    table = torch.randn(len(tok), 8, generator=g)
+    # each Spanish token lies next to one English token; casa next to tree, a wrong translation
+    near = {"gato": "cat", "perro": "dog", "casa": "tree", "Libro": "book", "xyz": "house"}
+    for s, t in near.items():
+        table[ids(f"▁{s}")] = table[ids(f"▁{t}")] + 0.01 * torch.randn(8, generator=g)
+    vectors = TokenVectors(table, torch.arange(len(tok)))
+    found = induce(vectors, vectors, src_ids, tgt_ids, k=2)
+    assert [tok.convert_ids_to_tokens(i) for i in found.tgt_ids.tolist()] == [
+        f"▁{near[w]}" for w in es
+    ]
+    gold = [
+        ("gato", "cat"),
+        ("perro", "hound"),
+        ("perro", "dog"),  # any gold translation counts
+        ("casa", "house"),
+        ("libro", "book"),  # the token is the capitalised form ▁Libro
+        ("sol", "sun"),  # no source token: not scored; xyz is not in the gold: not scored
+    ]
+    scores = induced_precision(tok, found, gold)
+    assert scores == {"precision": 0.75, "correct": 3, "scored": 4, "pairs": 5}
+    assert scores["precision"] == table1_precision(tok, table, src_ids, tgt_ids, gold, k=2)
+    with pytest.raises(CrossalignError, match="none of the 5 induced source tokens"):
+        induced_precision(tok, found, [(t, s) for s, t in gold])  # the wrong direction

@@ -3,6 +3,7 @@ the SCS replacement against a per-position loop."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -10,10 +11,15 @@ import pytest
 import torch
 
 from crossalign.data.masking import IGNORE_INDEX
+from crossalign.errors import CrossalignError
+from crossalign.evals.layers import layer_scores
+from crossalign.lexicon.embed import contextual_token_vectors
+from crossalign.lexicon.induce import induce_from_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.code_switch import soft_translations, switch_positions
 from crossalign.objectives.mlm import masked_lm_loss
 
+from .fake_device import DeviceMismatch, FakeAccelerator, on_accelerator
 from .test_bli_rsim import make_tokenizer
 from .test_retrieval import tiny_model
 
@@ -48,7 +54,7 @@ def blocks(tok, lines: list[str], rows: int = 4, length: int = 16) -> RawBatch:
 
 def make(name: str, setup, **options):
     texts, tok, model, ctx = setup
-    objective = OBJECTIVES.get(name)(ctx, threshold=0, switch_prob=0.5, **options)
+    objective = OBJECTIVES.get(name)(ctx, threshold=0, other_max=0, switch_prob=0.5, **options)
     objective.set_texts(texts)
     objective.start(model)
     return objective
@@ -56,6 +62,15 @@ def make(name: str, setup, **options):
 
 def test_registered():
     assert {"tcs_mlm", "scs_mlm"} <= set(OBJECTIVES.names())
+
+
+@pytest.mark.parametrize("name", ["tcs_mlm", "scs_mlm"])
+def test_vocabulary_defaults_are_the_papers(setup, name):
+    texts, tok, model, ctx = setup
+    objective = OBJECTIVES.get(name)(ctx)
+    assert (objective.threshold, objective.other_max) == (100, 100)  # > 100 here, <= 100 there
+    with pytest.raises(CrossalignError, match="other_max=100 is above threshold=20"):
+        OBJECTIVES.get(name)(ctx, threshold=20)
 
 
 def test_switch_positions_rate_and_subset():
@@ -216,3 +231,60 @@ def test_refresh_follows_the_model(setup):
     finally:
         with torch.no_grad():
             weight.copy_(saved)
+
+
+def test_fake_accelerator_catches_device_mixing():
+    host = torch.arange(4.0)
+    layer = torch.nn.Linear(2, 2)
+    with FakeAccelerator(layer):
+        index = torch.tensor([0, 2]).to(layer.weight.device)
+        assert on_accelerator(index) and not on_accelerator(host)
+        with pytest.raises(DeviceMismatch, match="mixes devices"):
+            host[index]  # what CUDA refuses: a CPU tensor indexed by a GPU tensor
+        with pytest.raises(DeviceMismatch, match="mixes devices"):
+            torch.zeros(4).index_add_(0, index, torch.ones(2, device=layer.weight.device))
+        moved = host.to(layer.weight.device)[index]
+        assert on_accelerator(moved) and not on_accelerator(moved.cpu())
+        assert on_accelerator(torch.zeros(3, device=index.device) + moved.sum())
+        with pytest.raises(DeviceMismatch, match="numpy"):
+            moved.numpy()
+
+
+def test_tcs_refresh_from_a_layer_stays_on_the_model_device(setup):
+    texts, tok, model, ctx = setup
+    tcs = make("tcs_mlm", setup, layer=1, refresh_every=1)  # started on the host, as in train
+    expected = tcs.translations.clone()
+    with FakeAccelerator(model, tcs):  # then model and objective move to the accelerator
+        tcs.refresh(model)
+        assert on_accelerator(tcs.translations)
+    assert torch.equal(tcs.translations, expected)
+
+
+def test_contextual_vectors_and_induction_follow_the_model_device(setup):
+    texts, tok, model, ctx = setup
+    with FakeAccelerator(model):
+        vectors = contextual_token_vectors(model, tok, texts["en"], [1, 2])
+        assert all(on_accelerator(v.table) and on_accelerator(v.row_of) for v in vectors.values())
+        result = induce_from_model(
+            model, tok, texts["en"], texts["es"], "en", "es", layer=2, threshold=0, other_max=0
+        )
+        for d in (result.forward, result.backward):
+            assert all(on_accelerator(t) for t in (d.src_ids, d.tgt_ids, d.scores))
+            assert on_accelerator(d.table(len(tok)))
+        assert len(result.forward.lines(tok)) == len(result.forward.src_ids)
+        pairs = [("cat", "gato"), ("dog", "perro"), ("book", "libro"), ("house", "casa")]
+        rows = layer_scores(model, tok, pairs, [t for _, t in pairs], texts["en"], texts["es"])
+        assert [r["words"] for r in rows] == [4, 4, 4]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_tcs_refresh_from_a_layer_on_cuda(setup):
+    texts, tok, model, ctx = setup
+    tcs = make("tcs_mlm", setup, layer=1, refresh_every=1)
+    src = tcs.specific[0, 1].nonzero().squeeze(1)
+    expected = tcs.translations[0, 1, src].clone()
+    tcs.cuda()
+    tcs.refresh(copy.deepcopy(model).cuda())
+    assert tcs.translations.device.type == "cuda"
+    agree = (tcs.translations[0, 1, src].cpu() == expected).float().mean()
+    assert agree > 0.9  # the same dictionary up to near-ties of CSLS scores

@@ -130,13 +130,29 @@ def test_induce_skips_tokens_without_vectors():
         )
 
 
+def paper_specific(counts_x: np.ndarray, counts_y: np.ndarray) -> list[int]:
+    """Lu et al. 2023, §3.1, literally: the tokens with frequency > 100 in language X and
+    <= 100 in language Y."""
+    return [t for t in range(len(counts_x)) if counts_x[t] > 100 and counts_y[t] <= 100]
+
+
+def test_language_specific_vocab_defaults_are_the_papers():
+    a = np.array([500, 200, 101, 100, 300, 0, 900, 101, 150])
+    b = np.array([0, 3, 100, 0, 101, 150, 900, 100, 100])
+    ia, ib = language_specific_vocab(a, b)
+    assert ia.tolist() == paper_specific(a, b) == [0, 1, 2, 7, 8]
+    assert ib.tolist() == paper_specific(b, a) == [5]
+
+
 def test_language_specific_vocab():
     a = np.array([500, 200, 101, 100, 300, 0, 900])
     b = np.array([0, 3, 0, 0, 0, 150, 900])
-    ia, ib = language_specific_vocab(a, b, threshold=100, exclude=[0])
+    ia, ib = language_specific_vocab(a, b, threshold=100, other_max=0, exclude=[0])
     assert ia.tolist() == [2, 4]  # 0 excluded, 1 seen in b, 3 not above the threshold
     assert ib.tolist() == [5]
     ia, _ = language_specific_vocab(a, b, threshold=100, other_max=5)
     assert ia.tolist() == [0, 1, 2, 4]
     with pytest.raises(CrossalignError, match="differ in size"):
         language_specific_vocab(a, b[:3])
+    with pytest.raises(CrossalignError, match="other_max=100 is above threshold=20"):
+        language_specific_vocab(a, b, threshold=20)  # a token could be specific to both

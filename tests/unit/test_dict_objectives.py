@@ -60,25 +60,33 @@ def test_dict_mask_never_shows_the_label_when_nothing_is_kept():
     ids = _blocks()
     offsets, targets = translation_table(torch.arange(5, 20), torch.arange(20, 35), 50)
     maskable = ids > 4
-    inputs, labels = dict_mask(
-        ids, maskable, MASK, offsets, targets, torch.arange(5, 40),
-        torch.Generator().manual_seed(1), mask_prob=0.3, replace_probs=(0.8, 0.2),
-    )  # fmt: skip
-    selected = labels != IGNORE_INDEX
-    assert selected.any()
-    assert (labels[selected] == ids[selected]).all()  # labels stay the original tokens
-    assert not (inputs[selected] == labels[selected]).any()  # the label never shows
-    assert (inputs[~selected] == ids[~selected]).all()
-    assert not selected[:, 0].any() and not selected[:, -1].any()
+    for no_translation in ("keep", "bert"):
+        inputs, labels = dict_mask(
+            ids, maskable, MASK, offsets, targets, torch.arange(5, 40),
+            torch.Generator().manual_seed(1), mask_prob=0.3, replace_probs=(0.8, 0.2),
+            no_translation=no_translation,
+        )  # fmt: skip
+        selected = labels != IGNORE_INDEX
+        assert selected.any()
+        assert (labels[selected] == ids[selected]).all()  # labels stay the original tokens
+        assert (inputs[~selected] == ids[~selected]).all()
+        assert not selected[:, 0].any() and not selected[:, -1].any()
+        shown = selected & (inputs == labels)
+        if no_translation == "bert":
+            assert not shown.any()  # the label never shows
+        else:  # only tokens without an entry that drew the dictionary branch show
+            assert shown.any() and (ids[shown] >= 35).all()
 
 
-def test_dict_mask_translates_half_of_the_selected_entries():
+@pytest.mark.parametrize("no_translation", ["keep", "bert"])
+def test_dict_mask_translates_half_of_the_selected_entries(no_translation):
     ids = _blocks(n=2000)
     src, tgt = torch.arange(5, 20), torch.arange(20, 35)
     offsets, targets = translation_table(src, tgt, 50)
     inputs, labels = dict_mask(
         ids, ids > 4, MASK, offsets, targets, torch.arange(5, 40),
         torch.Generator().manual_seed(2), mask_prob=0.15, translate_prob=0.5,
+        no_translation=no_translation,
     )  # fmt: skip
     selected = labels != IGNORE_INDEX
     with_entry = selected & (ids < 35)  # 5..34 have exactly one translation
@@ -87,15 +95,112 @@ def test_dict_mask_translates_half_of_the_selected_entries():
     share = translated.sum().item() / with_entry.sum().item()
     assert abs(share - 0.5) < 0.03
     assert abs(selected.float().mean().item() - 0.15 * 30 / 32) < 0.01
-    # untranslated selected tokens follow 80/10/10 (of the random 10%, none equals the label)
-    rest = selected & ~translated
+    # untranslated tokens with an entry follow 80/10/10 (no random draw equals the label)
+    rest = with_entry & ~translated
     masked = (inputs[rest] == MASK).float().mean().item()
     kept = (inputs[rest] == ids[rest]).float().mean().item()
-    assert abs(masked - 0.8) < 0.02 and abs(kept - 0.1) < 0.02
-    # tokens without an entry are never translated
+    assert abs(masked - 0.8) < 0.03 and abs(kept - 0.1) < 0.03
+    # tokens without an entry are never translated; "keep" leaves the dictionary branch's half
+    # unchanged (0.5 + 0.5 · 0.1 kept, 0.5 · 0.8 masked), "bert" gives them all 80/10/10
     no_entry = selected & (ids >= 35)
+    masked = (inputs[no_entry] == MASK).float().mean().item()
+    kept = (inputs[no_entry] == ids[no_entry]).float().mean().item()
+    expected = (0.4, 0.55) if no_translation == "keep" else (0.8, 0.1)
+    assert abs(masked - expected[0]) < 0.04 and abs(kept - expected[1]) < 0.04
     assert ((inputs[no_entry] == MASK) | (inputs[no_entry] == ids[no_entry]) |
             ((inputs[no_entry] >= 5) & (inputs[no_entry] < 40))).all()  # fmt: skip
+
+
+def _paper_dict_mlm(tokens, translations, random_ids, rng, mask_prob, translate_prob):
+    """ALIGN-MLM App. G.4, token by token: select 15% of the tokens; with 50% probability a
+    selected token gets the standard 80/10/10, otherwise it is switched to its translation if
+    it has one, else left unchanged. Returns (inputs, labels)."""
+    inputs, labels = [], []
+    for t in tokens:
+        if rng.random() >= mask_prob:
+            inputs.append(t)
+            labels.append(IGNORE_INDEX)
+            continue
+        labels.append(t)
+        if rng.random() < translate_prob:
+            inputs.append(rng.choice(translations[t]) if t in translations else t)
+        else:
+            u = rng.random()
+            if u < 0.8:
+                inputs.append(MASK)
+            elif u < 0.9:
+                inputs.append(rng.choice([r for r in random_ids if r != t]))
+            else:
+                inputs.append(t)
+    return inputs, labels
+
+
+def _outcomes(tokens, inputs, labels, translations):
+    """Share of each (token, outcome) over all rows: outcome is skipped (not selected),
+    mask, kept, translated or random."""
+    counts: dict[tuple[int, str], int] = {}
+    for row_t, row_i, row_l in zip(tokens, inputs, labels):
+        for t, i, lab in zip(row_t, row_i, row_l):
+            if lab == IGNORE_INDEX:
+                what = "skipped"
+            elif i == MASK:
+                what = "mask"
+            elif i == t:
+                what = "kept"
+            elif i in translations.get(t, []):
+                what = "translated"
+            else:
+                what = "random"
+            counts[t, what] = counts.get((t, what), 0) + 1
+    n = len(tokens)
+    return {k: v / n for k, v in counts.items()}
+
+
+def test_dict_mask_matches_a_literal_transcription_of_the_paper():
+    import random
+
+    # 5 and 6 have translations (6 has two), 7 and 8 have none
+    translations = {5: [20], 20: [5], 6: [21, 22], 21: [6], 22: [6]}
+    src, tgt = torch.tensor([5, 6, 6]), torch.tensor([20, 21, 22])
+    offsets, targets = translation_table(src, tgt, 30)
+    random_ids = list(range(5, 12))
+    rows = 20000
+    ids = torch.tensor([[5, 6, 7, 8]]).repeat(rows, 1)
+    inputs, labels = dict_mask(
+        ids, torch.ones_like(ids, dtype=torch.bool), MASK, offsets, targets,
+        torch.tensor(random_ids), torch.Generator().manual_seed(0), mask_prob=0.5,
+        translate_prob=0.5,
+    )  # fmt: skip
+    rng = random.Random(0)
+    literal = [_paper_dict_mlm([5, 6, 7, 8], translations, random_ids, rng, 0.5, 0.5)
+               for _ in range(rows)]  # fmt: skip
+    got = _outcomes(ids.tolist(), inputs.tolist(), labels.tolist(), translations)
+    want = _outcomes(ids.tolist(), [x for x, _ in literal], [y for _, y in literal], translations)
+    assert set(got) == set(want)
+    for key in want:
+        assert abs(got[key] - want[key]) < 0.015, key
+    # the paper's shares: a token without an entry is kept in 0.5 · (0.5 + 0.5 · 0.1)
+    assert want[7, "kept"] == pytest.approx(0.275, abs=0.015)
+    assert (8, "translated") not in got and (7, "translated") not in got
+
+
+def test_dict_mask_corner_cases_are_exact():
+    src, tgt = torch.tensor([5]), torch.tensor([20])
+    offsets, targets = translation_table(src, tgt, 30)
+    ids = torch.tensor([[5, 7, 20, 8]])
+    everything = torch.ones_like(ids, dtype=torch.bool)
+    args = (ids, everything, MASK, offsets, targets, torch.arange(5, 12))
+    # every token selected and sent to the dictionary branch: translated, or left unchanged
+    inputs, labels = dict_mask(*args, torch.Generator(), mask_prob=1.0, translate_prob=1.0)
+    assert inputs.tolist() == [[20, 7, 5, 8]] and labels.tolist() == ids.tolist()
+    # the variant: tokens without an entry get 80/10/10 (here: all <mask>)
+    inputs, _ = dict_mask(
+        *args, torch.Generator(), mask_prob=1.0, translate_prob=1.0, replace_probs=(1.0, 0.0),
+        no_translation="bert",
+    )  # fmt: skip
+    assert inputs.tolist() == [[20, MASK, 5, MASK]]
+    with pytest.raises(CrossalignError, match="no_translation 'mask' is unknown"):
+        dict_mask(*args, torch.Generator(), no_translation="mask")
 
 
 @pytest.fixture(scope="module")
@@ -134,11 +239,15 @@ def test_dict_mlm_collate_uses_the_dictionary_and_the_block_language(derived_fil
     batch = obj.collate(RawBatch("en", blocks=blocks), torch.Generator().manual_seed(0))
     labels, inputs = batch["labels"], batch["input_ids"]
     selected = labels != IGNORE_INDEX
-    assert not (inputs[selected] == labels[selected]).any()
-    changed = inputs[selected]
+    # with no 10% kept, only tokens without a dictionary entry keep their label (App. G.4)
+    shown = selected & (inputs == labels)
+    known = labels.clamp(min=0)
+    no_entry = obj.offsets[known + 1] == obj.offsets[known]
+    assert shown.any() and no_entry[shown].all()
+    changed = inputs[selected & ~shown]
     # translations are twins (t + V); every other replacement is an English id
     twins = changed >= v
-    assert twins.any() and (changed[twins] - v == labels[selected][twins]).all()
+    assert twins.any() and (changed[twins] - v == labels[selected & ~shown][twins]).all()
     assert ((changed[~twins] >= 5) & (changed[~twins] < v)).all()
     # the derived language's random replacements come from the derived vocabulary
     derived_blocks = blocks + v
@@ -150,9 +259,13 @@ def test_dict_mlm_collate_uses_the_dictionary_and_the_block_language(derived_fil
 
 
 def test_dict_mlm_needs_a_dictionary(derived_files):
-    twin, _ = derived_files
+    twin, out = derived_files
     with pytest.raises(CrossalignError, match="needs option 'dictionary'"):
         OBJECTIVES.get("dict_mlm")(_context(twin))
+    with pytest.raises(CrossalignError, match="no_translation 'always' is unknown"):
+        OBJECTIVES.get("dict_mlm")(
+            _context(twin), dictionary=str(out / "dictionary/train.txt"), no_translation="always"
+        )
 
 
 def test_alignment_loss_on_hand_made_embeddings():

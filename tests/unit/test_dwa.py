@@ -9,7 +9,9 @@ from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.dwa import pointer_loss, self_label_pointers
 
 
-def naive_pointer_loss(query, key, labels, segments, pointable):
+def naive_pointer_loss(query, key, labels, segments, pointable, reduction="sum"):
+    """Eq. 15 by loops: per pair, the sum over its labelled positions; ``sum`` averages those
+    sums over the pairs, ``mean`` averages over all labelled positions."""
     losses = []
     for b in range(query.shape[0]):
         for i in range(query.shape[1]):
@@ -23,7 +25,7 @@ def naive_pointer_loss(query, key, labels, segments, pointable):
             top = max(logits)
             log_z = top + math.log(sum(math.exp(x - top) for x in logits))
             losses.append(log_z - logits[allowed.index(int(labels[b, i]))])
-    return sum(losses) / len(losses)
+    return sum(losses) / (query.shape[0] if reduction == "sum" else len(losses))
 
 
 def example():
@@ -37,11 +39,33 @@ def example():
     return torch.randn(2, 9, 8), torch.randn(2, 9, 8), labels, segments, pointable
 
 
-def test_pointer_loss_equals_naive_loop():
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_pointer_loss_equals_naive_loop(reduction):
     q, k, labels, seg, pointable = example()
-    loss, n = pointer_loss(q, k, labels, seg, pointable)
+    loss, n = pointer_loss(q, k, labels, seg, pointable, reduction)
     assert n == 4
-    assert loss.item() == pytest.approx(naive_pointer_loss(q, k, labels, seg, pointable), rel=1e-5)
+    expected = naive_pointer_loss(q, k, labels, seg, pointable, reduction)
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_dwa_rejects_unknown_options_and_a_layer_beyond_the_model():
+    from transformers import BertConfig, BertForMaskedLM
+
+    from crossalign.errors import CrossalignError
+
+    ctx = TokenContext(
+        pad_id=1, mask_id=4, cls_id=0, sep_id=2, special_ids=[0, 1, 2, 3, 4], vocab_size=50,
+        languages=[], position_offset=0, max_length=16,
+    )  # fmt: skip
+    with pytest.raises(CrossalignError, match="ot_filter 'intersect' is unknown"):
+        OBJECTIVES.get("dwa")(ctx, ot_filter="intersect")
+    model = BertForMaskedLM(
+        BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=16)
+    )  # fmt: skip
+    with pytest.raises(CrossalignError, match="layer=10, but the model has layers 0-2"):
+        OBJECTIVES.get("dwa")(ctx).start(model)
+    OBJECTIVES.get("dwa")(ctx, layer=2).start(model)
 
 
 def test_pointer_loss_ignores_padding_and_same_segment():
@@ -109,3 +133,17 @@ def test_dwa_collate_keeps_original_ids():
     batch = dwa.collate(raw, torch.Generator().manual_seed(0))
     assert batch["original_ids"][0].tolist() == [0, 10, 11, 12, 2, 0, 20, 21, 2]
     assert (batch["labels"] != IGNORE_INDEX).any()
+
+
+def test_self_labels_follow_the_filter_option():
+    """Without filtering (the union of both argmax directions) every real token gets a label;
+    the paper's filtering leaves some unlabelled on a random pair."""
+    torch.manual_seed(2)
+    states = torch.randn(1, 12, 16).abs()
+    src = torch.zeros(1, 12, dtype=torch.bool)
+    tgt = torch.zeros(1, 12, dtype=torch.bool)
+    src[0, 1:6], tgt[0, 7:11] = True, True
+    union = self_label_pointers(states, src, tgt, ot_filter="union")
+    assert (union[src | tgt] != IGNORE_INDEX).all()
+    mutual = self_label_pointers(states, src, tgt, filter_iters=1)
+    assert (mutual[src | tgt] == IGNORE_INDEX).any()

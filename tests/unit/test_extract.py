@@ -1,10 +1,17 @@
-"""ArgMax and IterMax against SimAlign's own functions; OT extraction on hand-made cases."""
+"""ArgMax and IterMax against SimAlign's own functions; XLM-Align's alignment filtering
+(Eq. 7-9) and the union ablation against literal loops; OT extraction on hand-made cases."""
 
 import numpy as np
 import pytest
 import torch
 
-from crossalign.align.extract import argmax_links, itermax_links, subword_links
+from crossalign.align.extract import (
+    alignment_filter_links,
+    argmax_links,
+    itermax_links,
+    subword_links,
+    union_links,
+)
 
 simalign = pytest.importorskip("simalign.simalign")
 SimAlign = simalign.SentenceAligner
@@ -74,16 +81,104 @@ def test_ot_recovers_a_permutation_and_ignores_padding():
     src[1, :4], tgt[1, :4] = states[:4], states[:4]
     src_mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2]).bool()
     tgt_mask = torch.tensor([[1] * 6 + [0], [1] * 4 + [0] * 3]).bool()
-    for method in ("ot", "itermax", "argmax"):
-        links = subword_links(src, tgt, src_mask, tgt_mask, method)
+    options = {"ot": {"filter_iters": 1}, "itermax": {}, "argmax": {}}
+    for method, extra in options.items():
+        links = subword_links(src, tgt, src_mask, tgt_mask, method, **extra)
         expected0 = torch.zeros(6, 7, dtype=torch.bool)
         expected0[perm, torch.arange(6)] = True
         assert torch.equal(links[0], expected0), method
         assert torch.equal(links[1, :4, :4], torch.eye(4, dtype=torch.bool)), method
         assert links[1].sum() == 4
+    # Eq. 9 always adds the largest unlinked score of a round: a superset of the permutation
+    links = subword_links(src, tgt, src_mask, tgt_mask, "ot")
+    assert links[0, perm, torch.arange(6)].all() and links[0].sum() > 6
+    assert not links[0, :, 6].any() and not links[1, 4:].any() and not links[1, :, 4:].any()
 
 
 def test_unknown_method():
     x = torch.zeros(1, 1, 2)
     with pytest.raises(ValueError, match="unknown alignment method"):
         subword_links(x, x, torch.ones(1, 1).bool(), torch.ones(1, 1).bool(), "fast")
+
+
+def eq7(a: np.ndarray, allowed: np.ndarray) -> set[tuple[int, int]]:
+    """Mutual argmaxes (first maximum on ties) among the ``allowed`` entries, by loops."""
+    m, n = a.shape
+    out = set()
+    for i in range(m):
+        for j in range(n):
+            if not allowed[i, j]:
+                continue
+            row = max((a[i, k], -k) for k in range(n) if allowed[i, k])
+            col = max((a[k, j], -k) for k in range(m) if allowed[k, j])
+            if -row[1] == j and -col[1] == i:
+                out.add((i, j))
+    return out
+
+
+def eq8_9(t: np.ndarray, rounds: int, alpha: float) -> set[tuple[int, int]]:
+    """XLM-Align Eq. 7-9 transcribed: A* = T; links = Eq. 7; then per round A*_ij <- α A*_ij
+    when row i or column j holds a link, and the mutual argmaxes of A* among unlinked pairs are
+    added."""
+    a = t.astype(float).copy()
+    links = eq7(a, np.ones_like(a, dtype=bool))
+    for _ in range(rounds - 1):
+        rows = {i for i, _ in links}
+        cols = {j for _, j in links}
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                if i in rows or j in cols:
+                    a[i, j] *= alpha
+        allowed = np.ones_like(a, dtype=bool)
+        for i, j in links:
+            allowed[i, j] = False
+        links |= eq7(a, allowed)
+    return links
+
+
+def test_alignment_filter_issue_example():
+    a = torch.tensor([[[0.9, 0.5, 0.1], [0.5, 0.8, 0.1], [0.1, 0.1, 0.05]]])
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    links = alignment_filter_links(a, mask, mask, rounds=2, alpha=0.9)
+    assert set(map(tuple, links[0].nonzero().tolist())) == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    assert eq8_9(a[0].numpy(), 2, 0.9) == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    # IterMax (weight 0 when both ends are aligned, a free end required) links row 2 and
+    # column 2 instead
+    itermax = set(map(tuple, itermax_links(a, mask, mask, 2, 0.9)[0].nonzero().tolist()))
+    assert itermax == {(0, 0), (1, 1), (0, 2), (2, 0)}
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+@pytest.mark.parametrize("ties", [False, True])
+def test_alignment_filter_equals_literal_eq8_9(ties, rounds):
+    rng = np.random.default_rng(100 + 10 * rounds + int(ties))
+    for _ in range(40):
+        mats, scores, src_mask, tgt_mask = random_batch(rng, ties)
+        links = alignment_filter_links(scores, src_mask, tgt_mask, rounds, 0.9)
+        for b, x in enumerate(mats):
+            m, n = x.shape
+            got = set(map(tuple, links[b, :m, :n].nonzero().tolist()))
+            assert got == eq8_9(x, rounds, 0.9)
+            assert links[b].sum() == len(got)  # nothing in the padding
+
+
+def test_union_equals_both_directions_by_loops():
+    rng = np.random.default_rng(5)
+    mats, scores, src_mask, tgt_mask = random_batch(rng, ties=True)
+    links = union_links(scores, src_mask, tgt_mask)
+    for b, x in enumerate(mats):
+        m, n = x.shape
+        expected = {(i, int(x[i].argmax())) for i in range(m)}
+        expected |= {(int(x[:, j].argmax()), j) for j in range(n)}
+        assert set(map(tuple, links[b].nonzero().tolist())) == expected
+
+
+def test_ot_filters_differ_on_a_plan():
+    gen = torch.Generator().manual_seed(3)
+    src, tgt = torch.randn(1, 6, 8, generator=gen), torch.randn(1, 7, 8, generator=gen)
+    sm, tm = torch.ones(1, 6, dtype=torch.bool), torch.ones(1, 7, dtype=torch.bool)
+    found = {f: subword_links(src, tgt, sm, tm, "ot", ot_filter=f) for f in ("iterative", "union")}
+    base = subword_links(src, tgt, sm, tm, "ot", filter_iters=1)
+    for links in found.values():
+        assert bool((links | base).eq(links).all())  # both contain the mutual argmaxes
+    assert found["union"].any(2).all() and found["union"].any(1).all()  # every token linked

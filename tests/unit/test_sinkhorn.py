@@ -17,7 +17,7 @@ def pot_plan(f_sim: np.ndarray, mu: float, n_iter: int, method: str = "sinkhorn"
     return ot.sinkhorn(a, b, -f_sim, mu, method=method, numItermax=n_iter, stopThr=0.0, warn=False)
 
 
-def ours(f_sim: np.ndarray, mu: float, n_iter: int) -> np.ndarray:
+def ours(f_sim: np.ndarray, mu: float, n_iter: int, order: str = "columns-first") -> np.ndarray:
     m, n = f_sim.shape
     ones = torch.ones
     log_t = sinkhorn_log(
@@ -26,13 +26,75 @@ def ours(f_sim: np.ndarray, mu: float, n_iter: int) -> np.ndarray:
         ones(1, n, dtype=torch.bool),
         mu,
         n_iter,
+        order,
     )
     return log_t[0].exp().numpy()
 
 
+def eq6(kernel: np.ndarray, n_iter: int) -> np.ndarray:
+    """XLM-Align Eq. 6 as written: v⁰ = 1; u <- 1 / (K v); v <- 1 / (Kᵀ u);
+    T = diag(u) K diag(v)."""
+    v = np.ones(kernel.shape[1])
+    u = np.ones(kernel.shape[0])
+    for _ in range(n_iter):
+        u = 1.0 / (kernel @ v)
+        v = 1.0 / (kernel.T @ u)
+    return u[:, None] * kernel * v[None, :]
+
+
+def mutual_argmax(plan: np.ndarray) -> set[tuple[int, int]]:
+    return {(i, int(plan[i].argmax())) for i in range(plan.shape[0])} & {
+        (int(plan[:, j].argmax()), j) for j in range(plan.shape[1])
+    }
+
+
+@pytest.mark.parametrize("n_iter", [1, 2, 5])
+def test_rows_first_is_eq6_up_to_a_constant(n_iter):
+    rng = np.random.default_rng(n_iter)
+    for _ in range(20):
+        m, n = rng.integers(1, 9, size=2)
+        kernel = rng.uniform(1e-3, 1.0, size=(m, n))
+        plan = ours(np.log(kernel), 1.0, n_iter, "rows-first")
+        literal = eq6(kernel, n_iter)
+        ratio = plan / literal  # uniform marginals instead of ones: one constant factor
+        np.testing.assert_allclose(ratio, ratio.flat[0], rtol=1e-9)
+
+
+def test_the_order_changes_links_and_rows_first_follows_eq6():
+    kernel = np.array([[0.10, 0.17, 0.19], [0.66, 0.01, 0.01], [0.49, 0.03, 0.11]])
+    rows = ours(np.log(kernel), 1.0, 2, "rows-first")
+    cols = ours(np.log(kernel), 1.0, 2, "columns-first")
+    assert mutual_argmax(rows) == mutual_argmax(eq6(kernel, 2))
+    assert mutual_argmax(rows) != mutual_argmax(cols)
+
+
+@pytest.mark.parametrize("order", ["rows-first", "columns-first"])
+def test_invariance_to_rescaling_the_first_scaled_side(order):
+    """The invariance the docstring claims: rows-first ignores a row scale of K, columns-first
+    a column scale; the other side's scale changes the 2-iteration plan and its links."""
+    rng = np.random.default_rng(7)
+    changed = 0
+    for _ in range(200):
+        kernel = rng.uniform(1e-3, 1.0, size=(3, 3))
+        scale = rng.uniform(0.2, 5.0, size=3)
+        same_side = kernel * (scale[:, None] if order == "rows-first" else scale[None, :])
+        other_side = kernel * (scale[None, :] if order == "rows-first" else scale[:, None])
+        plan = ours(np.log(kernel), 1.0, 2, order)
+        np.testing.assert_allclose(ours(np.log(same_side), 1.0, 2, order), plan, rtol=1e-9)
+        changed += mutual_argmax(ours(np.log(other_side), 1.0, 2, order)) != mutual_argmax(plan)
+    assert changed > 0  # no invariance to the other side's scale
+
+
+def test_unknown_order():
+    x = torch.zeros(1, 2, 2)
+    mask = torch.ones(1, 2, dtype=torch.bool)
+    with pytest.raises(ValueError, match="unknown Sinkhorn order"):
+        sinkhorn_log(x, mask, mask, 1.0, 2, "diagonal")
+
+
 @pytest.mark.parametrize("n_iter", [1, 2, 7, 50])
 @pytest.mark.parametrize("mu", [1.0, 0.3])
-def test_matches_pot_iteration_for_iteration(mu, n_iter):
+def test_columns_first_matches_pot_iteration_for_iteration(mu, n_iter):
     rng = np.random.default_rng(n_iter)
     for _ in range(10):
         m, n = rng.integers(1, 15, size=2)
@@ -50,14 +112,15 @@ def test_small_mu_stays_finite_and_matches_pot_log_domain():
 
 def test_converges_to_the_uniform_marginals():
     rng = np.random.default_rng(1)
-    plan = ours(rng.normal(size=(5, 8)), 1.0, 500)
+    plan = ours(rng.normal(size=(5, 8)), 1.0, 500, "rows-first")
     np.testing.assert_allclose(plan.sum(1), np.full(5, 1 / 5), atol=1e-9)
     np.testing.assert_allclose(plan.sum(0), np.full(8, 1 / 8), atol=1e-9)
 
 
 def test_zero_iterations_is_the_kernel():
     f_sim = np.log(np.array([[0.5, 0.25], [1.0, 2.0]]))
-    np.testing.assert_allclose(ours(f_sim, 1.0, 0), np.exp(f_sim))
+    for order in ("rows-first", "columns-first"):
+        np.testing.assert_allclose(ours(f_sim, 1.0, 0, order), np.exp(f_sim))
 
 
 def test_batched_with_padding_equals_per_pair():
