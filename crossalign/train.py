@@ -292,11 +292,11 @@ def accumulate_gradients(
     device = accelerator.device
     counts = torch.tensor(
         [[float(objectives[n].token_count(batches[n])) for n in names] for batches in micro]
-    )  # [M, O]
-    totals = accelerator.reduce(counts.sum(0).to(device), "sum")  # [O]
+    ).to(device)  # [M, O]
+    totals = accelerator.reduce(counts.sum(0), "sum")  # [O]
     if mix == "pooled":
         totals = totals.sum().expand(len(names))
-    scales = counts.to(device) * accelerator.num_processes / totals.clamp(min=1)  # [M, O]
+    scales = counts * accelerator.num_processes / totals.clamp(min=1)  # [M, O]
     step_loss = torch.zeros((), device=device)
     results_per_micro = []
     for m, batches in enumerate(micro):
@@ -445,20 +445,17 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
     )
     main = accelerator.is_main_process
     world, rank = accelerator.num_processes, accelerator.process_index
-    if tc.batch_size % (world * tc.grad_accum):
-        raise CrossalignError(
-            f"train.batch_size={tc.batch_size} must be divisible by processes ({world}) × "
-            f"train.grad_accum ({tc.grad_accum})"
-        )
-    per = tc.batch_size // (world * tc.grad_accum)
-    batch_sizes = {oc.name: oc.batch_size or tc.batch_size for oc in cfg.objectives}
-    for name, size in batch_sizes.items():
-        if size % (world * tc.grad_accum):
+    slices = world * tc.grad_accum  # every global batch splits into this many micro-batches
+    own = {f"objective {oc.name}: batch_size": oc.batch_size for oc in cfg.objectives}
+    for key, size in {"train.batch_size": tc.batch_size, **own}.items():
+        if size and size % slices:
             raise CrossalignError(
-                f"objective {name}: batch_size={size} must be divisible by processes ({world}) "
-                f"× train.grad_accum ({tc.grad_accum})"
+                f"{key}={size} must be divisible by processes ({world}) × "
+                f"train.grad_accum ({tc.grad_accum})"
             )
-    per_objective = {name: size // (world * tc.grad_accum) for name, size in batch_sizes.items()}
+    per = tc.batch_size // slices
+    batch_sizes = {oc.name: oc.batch_size or tc.batch_size for oc in cfg.objectives}
+    per_objective = {name: size // slices for name, size in batch_sizes.items()}
     resume_from = find_resume_checkpoint(run_dir, resume) if resume else None
     if resume_from is None and any((run_dir / "checkpoints").glob("step-*")):
         raise CrossalignError(

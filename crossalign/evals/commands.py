@@ -49,11 +49,10 @@ def _gold_summary(name: str, gold: GoldAlignments, asked: str) -> str:
 
 def _text_beside(gold_path: Path) -> tuple[Path, Path] | None:
     """``test.<l1>``, ``test.<l2>`` next to a links file in a test-set folder ``<l1>-<l2>/``."""
-    parts = gold_path.parent.name.split("-")
-    if len(parts) != 2:
-        return None
-    text = (gold_path.parent / f"test.{parts[0]}", gold_path.parent / f"test.{parts[1]}")
-    return text if all(f.is_file() for f in text) else None
+    from crossalign.evals.gold import testset_text
+
+    text = testset_text(gold_path.parent)
+    return text if text is not None and all(f.is_file() for f in text) else None
 
 
 def _aer(args: argparse.Namespace) -> int:

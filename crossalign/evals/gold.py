@@ -177,20 +177,29 @@ def read_parallel(
     return src, tgt
 
 
+def testset_text(folder: Path) -> tuple[Path, Path] | None:
+    """``test.<l1>``, ``test.<l2>`` of a test-set folder named ``<l1>-<l2>`` (whether or not
+    they exist); None for a folder named otherwise."""
+    parts = folder.name.split("-")
+    if len(parts) != 2:
+        return None
+    return folder / f"test.{parts[0]}", folder / f"test.{parts[1]}"
+
+
 def read_testset(path: str | os.PathLike, ids: str = "auto") -> TestSet:
     """Read a test-set folder ``<l1>-<l2>/`` (see the module docstring); ``l1`` is the source.
     ``ids`` is the rule of ``ID_RULES`` for the sentence ids of ``alignv2.txt``."""
     path = Path(path)
     if not path.is_dir():
         raise CrossalignError(f"test set {path} is not a directory")
-    parts = path.name.split("-")
-    if len(parts) != 2:
+    text = testset_text(path)
+    if text is None:
         raise CrossalignError(
             f"test set folder {path} must be named <source>-<target>, e.g. de-en, so the reader "
             f"knows which side is the source"
         )
-    src_lang, tgt_lang = parts
-    files = [path / f"test.{src_lang}", path / f"test.{tgt_lang}", path / "alignv2.txt"]
+    src_lang, tgt_lang = path.name.split("-")
+    files = [*text, path / "alignv2.txt"]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
         raise CrossalignError(f"test set {path} lacks {', '.join(missing)}")
