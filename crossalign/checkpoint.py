@@ -1,18 +1,26 @@
-"""Checkpoints: written atomically, found and validated on resume.
+"""Checkpoints: written atomically with a manifest, verified and chosen on resume.
 
 A checkpoint ``run_dir/checkpoints/step-00000100`` is a ``save_pretrained`` directory (model
 and tokenizer, loadable by ``AutoModelForMaskedLM.from_pretrained``) plus ``trainer/`` (the
 accelerate state: weights of every trained module, optimizer, scheduler, RNG states),
-``trainer_state.json`` (step, data position) and a ``COMPLETE`` marker written last. It is
-built in a temporary directory and renamed into place, so an interrupted save never replaces
-the last good checkpoint.
+``trainer_state.json`` (step, data position, the log sums since the last log line),
+``config.yaml`` (the run's settings), ``MANIFEST.json`` (size and SHA-256 of every other file)
+and a ``COMPLETE`` marker written last. It is built in a temporary directory and renamed into
+place, so an interrupted save never replaces the last good checkpoint; the manifest catches a
+file truncated or lost afterwards (disk trouble, a copy gone wrong).
+
+Checkpoints never deleted by the loop are moved aside instead: ``checkpoints/abandoned/`` (a
+resume from an older checkpoint starts a new branch) and ``checkpoints/diverged/`` (the weights
+at which the loss stopped being finite).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import logging
 import shutil
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +28,8 @@ from crossalign.errors import CrossalignError
 
 MARKER = "COMPLETE"
 STATE = "trainer_state.json"
-log = logging.getLogger(__name__)
+MANIFEST = "MANIFEST.json"
+CONFIG = "config.yaml"
 
 
 def checkpoint_name(step: int) -> str:
@@ -28,45 +37,93 @@ def checkpoint_name(step: int) -> str:
     return f"step-{step:08d}"
 
 
-def checkpoint_problem(path: Path) -> str | None:
-    """Why ``path`` is not a usable checkpoint, or None when it is."""
+def checkpoint_step(path: Path) -> int | None:
+    """The step in a checkpoint directory's name (None for another name)."""
+    digits = path.name.removeprefix("step-")
+    return int(digits) if path.name.startswith("step-") and digits.isdigit() else None
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def write_manifest(path: Path) -> None:
+    """Record the size and SHA-256 of every file under checkpoint ``path`` in its manifest."""
+    files = {
+        str(p.relative_to(path)): {"size": p.stat().st_size, "sha256": _sha256(p)}
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name not in (MANIFEST, MARKER)
+    }
+    (path / MANIFEST).write_text(json.dumps({"files": files}, indent=1) + "\n", encoding="utf-8")
+
+
+def _manifest_problem(path: Path) -> str | None:
+    """Why the files of ``path`` do not match its manifest (None when they all do)."""
+    try:
+        files = json.loads((path / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{MANIFEST} is unreadable"
+    for name, want in files.items():
+        file = path / name
+        if not file.is_file():
+            return f"{name} is missing"
+        size = file.stat().st_size
+        if size != want["size"]:
+            return f"{name} has {size} bytes, the manifest says {want['size']} (truncated?)"
+        if _sha256(file) != want["sha256"]:
+            return f"{name} does not match its checksum (corrupted)"
+    return None
+
+
+def checkpoint_problem(path: Path, verify: bool = False) -> str | None:
+    """Why ``path`` is not a usable checkpoint, or None when it is. ``verify`` also checks
+    every file against the manifest (reads them all: done before resuming)."""
     if not path.is_dir():
-        return "not a directory"
+        return "not a directory" if not path.exists() else "not a directory but a file"
     if not (path / MARKER).is_file():
-        return f"no {MARKER} marker (half-written: the save was interrupted)"
+        if (path / "trainer").is_dir() or (path / STATE).is_file():
+            return f"no {MARKER} marker (half-written: the save was interrupted)"
+        return "not a checkpoint (a checkpoint is a checkpoints/step-N directory of a run)"
     for needed in (STATE, "config.json", "trainer"):
         if not (path / needed).exists():
             return f"{needed} is missing"
     try:
-        state = json.loads((path / STATE).read_text(encoding="utf-8"))
-        int(state["step"])
-    except (ValueError, KeyError, TypeError):
+        int(read_state(path)["step"])
+    except (OSError, ValueError, KeyError, TypeError):
         return f"{STATE} is unreadable"
+    if verify and (path / MANIFEST).exists():
+        return _manifest_problem(path)
     return None
 
 
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
     """Checkpoint directories of a run (good or not), newest step first."""
     root = Path(run_dir) / "checkpoints"
-    return sorted(root.glob("step-*"), reverse=True) if root.is_dir() else []
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if checkpoint_step(p) is not None]
+    return sorted(found, key=checkpoint_step, reverse=True)
 
 
 def find_resume_checkpoint(run_dir: str | Path, which: str) -> Path:
-    """The checkpoint to resume from: ``last`` → newest good one in ``run_dir`` (corrupt ones
-    are reported and skipped), else the directory ``which`` itself, which must be good."""
+    """The checkpoint to resume from: ``last`` → the newest good one in ``run_dir`` (bad ones
+    are reported on stderr, one line each naming the file, and skipped), else the directory
+    ``which`` itself, which must be good. Files are verified against the manifest."""
     if which != "last":
         path = Path(which)
-        problem = checkpoint_problem(path)
+        problem = checkpoint_problem(path, verify=True)
         if problem:
             raise CrossalignError(f"cannot resume from {path}: {problem}")
         return path
     for path in list_checkpoints(run_dir):
-        problem = checkpoint_problem(path)
+        problem = checkpoint_problem(path, verify=True)
         if problem is None:
             return path
-        log.warning("skipping corrupt checkpoint %s: %s", path, problem)
+        print(f"skipping checkpoint {path}: {problem}", file=sys.stderr)
     raise CrossalignError(
-        f"--resume: no good checkpoint in {Path(run_dir) / 'checkpoints'}; start without --resume"
+        f"--resume: no good checkpoint in {Path(run_dir) / 'checkpoints'}; start again without "
+        "--resume (with --overwrite if run_dir has other files)"
     )
 
 
@@ -76,8 +133,25 @@ def read_state(path: Path) -> dict[str, Any]:
 
 
 def prune_checkpoints(run_dir: str | Path, keep: int) -> None:
-    """Delete all but the ``keep`` newest good checkpoints (corrupt ones are left for
-    inspection)."""
+    """Delete all but the ``keep`` newest good checkpoints; the newest is always kept (also
+    with ``keep`` 0), and bad ones are left for inspection."""
     good = [p for p in list_checkpoints(run_dir) if checkpoint_problem(p) is None]
-    for path in good[keep:]:
+    for path in good[max(keep, 1) :]:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def move_aside(paths: list[Path], run_dir: str | Path, why: str) -> Path | None:
+    """Move checkpoint directories (and anything else given) into
+    ``checkpoints/<why>/<UTC time>/``; returns that folder (None when ``paths`` is empty)."""
+    if not paths:
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    folder = Path(run_dir) / "checkpoints" / why / stamp
+    n = 1
+    while folder.exists():
+        n += 1
+        folder = folder.with_name(f"{stamp}-{n}")
+    folder.mkdir(parents=True)
+    for path in paths:
+        path.rename(folder / path.name)
+    return folder

@@ -13,7 +13,7 @@ def _train(args: argparse.Namespace) -> int:
     from crossalign.train import train
 
     cfg = load_config(args.config, args.overrides)
-    train(cfg, resume=args.resume)
+    train(cfg, resume=args.resume, overwrite=args.overwrite)
     return 0
 
 
@@ -54,13 +54,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--config", "-c", help="YAML run config (see configs/)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
-    p.add_argument(
+    start = p.add_mutually_exclusive_group()
+    start.add_argument(
         "--resume",
         nargs="?",
         const="last",
         default=None,
         metavar="CHECKPOINT",
-        help="continue from the last good checkpoint in run_dir (or from CHECKPOINT)",
+        help="continue from the last good checkpoint in run_dir (or from CHECKPOINT: later "
+        "checkpoints are then moved to checkpoints/abandoned/)",
+    )
+    start.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start again in a run_dir that already holds a run (deletes its files)",
     )
     p.set_defaults(func=_train)
 

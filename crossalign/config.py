@@ -8,12 +8,14 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from crossalign.checks import check_choice, check_range
 from crossalign.errors import CrossalignError
 from crossalign.registry import did_you_mean
 
@@ -36,11 +38,8 @@ class ModelConfig:
     def __post_init__(self) -> None:
         from crossalign.models.build import PRESETS
 
-        if self.path is None and self.preset not in PRESETS:
-            raise CrossalignError(
-                f"model.preset '{self.preset}' is unknown"
-                f"{did_you_mean(self.preset, list(PRESETS))}; choose one of {', '.join(PRESETS)}"
-            )
+        if self.path is None:
+            check_choice("model.preset", self.preset, list(PRESETS))
 
 
 @dataclass
@@ -52,17 +51,21 @@ class TokenizerConfig:
     kind: str = "unigram"
     """Subword model to train: unigram or bpe."""
     vocab_size: int = 8000
-    """Vocabulary size of a trained tokenizer."""
+    """Vocabulary size of a trained tokenizer: at least 7 (its 5 special tokens, the ``▁`` word
+    boundary and one character; a smaller size is never honoured), and more than the distinct
+    characters of the training text (the unigram trainer needs every character)."""
     alpha: float = 0.7
-    """Language sampling exponent for the training text: p_i ∝ n_i^alpha (XLM)."""
+    """Language sampling exponent for the training text, in [0, 1]: p_i ∝ n_i^alpha (XLM)."""
     max_sentences: int = 300_000
-    """Cap on sentences sampled for tokenizer training."""
+    """Cap on sentences sampled for tokenizer training (>= 1)."""
 
     def __post_init__(self) -> None:
-        if self.kind not in ("unigram", "bpe"):
-            raise CrossalignError(f"tokenizer.kind '{self.kind}' must be unigram or bpe")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise CrossalignError(f"tokenizer.alpha={self.alpha} must be in [0, 1]")
+        from crossalign.data.tokenizer import SPECIAL_TOKENS
+
+        check_choice("tokenizer.kind", self.kind, ("unigram", "bpe"))
+        check_range("tokenizer.vocab_size", self.vocab_size, len(SPECIAL_TOKENS) + 2, integer=True)
+        check_range("tokenizer.alpha", self.alpha, 0, 1)
+        check_range("tokenizer.max_sentences", self.max_sentences, 1, integer=True)
 
 
 @dataclass
@@ -82,12 +85,14 @@ class DataConfig:
     valid_parallel: dict[str, Any] = field(default_factory=dict)
     """Held-out parallel text per pair (same forms as ``parallel``)."""
     alpha: float = 0.7
-    """Language sampling exponent for batches: p_i ∝ n_i^alpha (XLM)."""
+    """Language sampling exponent for batches, in [0, 1]: p_i ∝ n_i^alpha (XLM)."""
     max_length: int = 128
-    """Tokens per packed MLM sequence, and per TLM pair (both sides, specials included)."""
+    """Tokens per packed MLM sequence, and per TLM pair (both sides, specials included): at
+    least 8 (a TLM pair's 4 special tokens and text). No upper bound here: a ``model.path``
+    model's position table bounds it, and attention memory grows with its square."""
     max_valid_sequences: int = 512
     """Cap on held-out sequences per language (MLM) and pairs per language pair (TLM) used
-    for validation loss."""
+    for validation loss (>= 1)."""
     store: str | None = None
     """A token store written by ``crossalign data tokenize``; it holds the run's sources (set
     no other source) and, unless a tokenizer is given, the tokenizer."""
@@ -100,14 +105,14 @@ class DataConfig:
     """DataLoader worker processes that read and collate batches (0: the training process)."""
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.alpha <= 1.0:
-            raise CrossalignError(f"data.alpha={self.alpha} must be in [0, 1]")
-        if self.num_proc < 1:
-            raise CrossalignError(f"data.num_proc={self.num_proc} must be >= 1")
-        if self.num_workers < 0:
-            raise CrossalignError(f"data.num_workers={self.num_workers} must be >= 0")
-        if self.max_length < 8:
-            raise CrossalignError(f"data.max_length={self.max_length} is too small (>= 8)")
+        check_range("data.alpha", self.alpha, 0, 1)
+        for key, low in (
+            ("max_length", 8),
+            ("max_valid_sequences", 1),
+            ("num_proc", 1),
+            ("num_workers", 0),
+        ):
+            check_range(f"data.{key}", getattr(self, key), low, integer=True)
 
 
 @dataclass
@@ -117,7 +122,7 @@ class ObjectiveConfig:
     name: str
     """Registered objective name (``crossalign ls objectives``)."""
     weight: float = 1.0
-    """Multiplier of this objective's loss in the total."""
+    """Multiplier of this objective's loss in the total (>= 0; not all objectives 0)."""
     batch_size: int | None = None
     """Sequences (pairs for parallel objectives) of this objective per optimizer step, over
     all processes (default: ``train.batch_size``). With ``train.objective_mix: pooled`` the
@@ -127,10 +132,9 @@ class ObjectiveConfig:
     """Keyword options of the objective, e.g. ``mask_prob``."""
 
     def __post_init__(self) -> None:
-        if self.batch_size is not None and self.batch_size < 1:
-            raise CrossalignError(
-                f"objective {self.name}: batch_size={self.batch_size} must be >= 1"
-            )
+        check_range(f"objective {self.name}: weight", self.weight, 0)
+        if self.batch_size is not None:
+            check_range(f"objective {self.name}: batch_size", self.batch_size, 1, integer=True)
 
 
 @dataclass
@@ -138,21 +142,21 @@ class TrainConfig:
     """The optimisation loop."""
 
     steps: int = 1000
-    """Optimizer steps."""
+    """Optimizer steps (>= 1)."""
     batch_size: int = 32
     """Global batch: sequences per objective per optimizer step, over all processes (an
-    objective's own ``batch_size`` overrides it)."""
+    objective's own ``batch_size`` overrides it); >= 1."""
     grad_accum: int = 1
     """Micro-batches accumulated per optimizer step (per-process micro-batch = batch_size /
-    (processes * grad_accum))."""
+    (processes * grad_accum)); >= 1."""
     lr: float = 5e-4
-    """Peak learning rate of AdamW."""
+    """Peak learning rate of AdamW (> 0)."""
     weight_decay: float = 0.01
-    """AdamW weight decay (not applied to biases and LayerNorm weights)."""
+    """AdamW weight decay (>= 0; not applied to biases and LayerNorm weights)."""
     betas: tuple[float, float] = (0.9, 0.98)
-    """AdamW betas."""
+    """AdamW betas: two numbers in [0, 1)."""
     adam_eps: float = 1e-8
-    """AdamW epsilon (XLM-Align's Table 11: 1e-6)."""
+    """AdamW epsilon (> 0; XLM-Align's Table 11: 1e-6)."""
     objective_mix: str = "weighted"
     """How objectives combine: weighted (Σ weight · the objective's mean loss over its own
     predicted tokens; every objective gets its own batch each step) or pooled (Σ weight ·
@@ -160,38 +164,46 @@ class TrainConfig:
     objective's share of the gradient follows its share of the predicted tokens, set by the
     objectives' ``batch_size``; XLM's mixed MLM+TLM data)."""
     warmup_steps: int = 100
-    """Linear warm-up steps, then linear decay to zero at ``steps``."""
+    """Linear warm-up steps (>= 0), then linear decay to zero at ``steps``."""
     max_grad_norm: float = 1.0
-    """Gradient clipping norm (0 disables)."""
+    """Gradient clipping norm (>= 0; 0 disables)."""
     precision: str = "auto"
     """auto (bf16 on a GPU that supports it, fp16 on other GPUs, fp32 on CPU), no, bf16, fp16."""
     seed: int = 0
-    """Seeds model init, masking and data order."""
+    """Seeds model init, masking and data order: in [0, 2**32 - 1] (NumPy's seed range)."""
     log_every: int = 10
-    """Write a metrics.jsonl line every N steps."""
+    """Write a metrics.jsonl line every N steps (>= 1)."""
     eval_every: int = 0
-    """Held-out evaluation every N steps (0: only at the end)."""
+    """Held-out evaluation every N steps (>= 0; 0: only at the end)."""
     save_every: int = 0
-    """Checkpoint every N steps (0: only at the end)."""
+    """Checkpoint every N steps (>= 0; 0: only at the end)."""
     keep_checkpoints: int = 2
-    """Keep this many most recent checkpoints."""
+    """Keep this many most recent checkpoints (>= 0; the newest is always kept)."""
 
     def __post_init__(self) -> None:
         if self.objective_mix not in ("weighted", "pooled"):
             raise CrossalignError(
                 f"train.objective_mix '{self.objective_mix}' must be weighted or pooled"
             )
-        if self.adam_eps <= 0:
-            raise CrossalignError(f"train.adam_eps={self.adam_eps} must be > 0")
-        if self.precision not in ("auto", "no", "bf16", "fp16"):
-            raise CrossalignError(
-                f"train.precision '{self.precision}' must be one of auto, no, bf16, fp16"
-            )
-        for key in ("steps", "batch_size", "grad_accum"):
-            if getattr(self, key) < 1:
-                raise CrossalignError(f"train.{key}={getattr(self, key)} must be >= 1")
-        if self.warmup_steps < 0:
-            raise CrossalignError(f"train.warmup_steps={self.warmup_steps} must be >= 0")
+        check_choice("train.precision", self.precision, ("auto", "no", "bf16", "fp16"))
+        for key, low in (
+            ("steps", 1),
+            ("batch_size", 1),
+            ("grad_accum", 1),
+            ("warmup_steps", 0),
+            ("log_every", 1),
+            ("eval_every", 0),
+            ("save_every", 0),
+            ("keep_checkpoints", 0),
+        ):
+            check_range(f"train.{key}", getattr(self, key), low, integer=True)
+        check_range("train.seed", self.seed, 0, 2**32 - 1, integer=True)
+        check_range("train.lr", self.lr, 0, low_open=True)
+        check_range("train.adam_eps", self.adam_eps, 0, low_open=True)
+        check_range("train.weight_decay", self.weight_decay, 0)
+        check_range("train.max_grad_norm", self.max_grad_norm, 0)
+        for i, beta in enumerate(self.betas):
+            check_range(f"train.betas.{i}", beta, 0, 1, high_open=True)
 
 
 @dataclass
@@ -210,6 +222,11 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not self.objectives:
             raise CrossalignError("objectives is empty: name at least one, e.g. [{name: mlm}]")
+        if not any(o.weight for o in self.objectives):
+            raise CrossalignError(
+                "every objective has weight 0, so the loss is 0 and nothing trains: give at "
+                "least one a weight > 0"
+            )
 
 
 def _build(cls: Any, raw: Any, where: str) -> Any:
@@ -236,7 +253,16 @@ def _build(cls: Any, raw: Any, where: str) -> Any:
                 )
             kwargs[key] = _build(hints[key], value, f"{where}.{key}" if where else key)
         if extra:
+            twice = sorted(set(extra) & set(kwargs.get("options", {})))
+            if twice:
+                raise CrossalignError(
+                    f"{where}: option '{twice[0]}' is given twice, in options and beside it"
+                )
             kwargs["options"] = {**kwargs.get("options", {}), **extra}
+        for f in dataclasses.fields(cls):
+            required = dataclasses.MISSING is f.default and dataclasses.MISSING is f.default_factory
+            if required and f.name not in kwargs:
+                raise CrossalignError(f"{where or 'config'}: required key '{f.name}' is missing")
         return cls(**kwargs)
     if origin is list:
         (item,) = typing.get_args(cls)
@@ -244,7 +270,20 @@ def _build(cls: Any, raw: Any, where: str) -> Any:
             raise CrossalignError(f"{where} must be a list, got {raw!r}")
         return [_build(item, v, f"{where}.{i}") for i, v in enumerate(raw)]
     if origin is tuple:
-        return tuple(raw)
+        items = typing.get_args(cls)
+        if not isinstance(raw, (list, tuple)) or len(raw) != len(items):
+            raise CrossalignError(f"{where}={raw!r} must be a list of {len(items)} values")
+        return tuple(_build(t, v, f"{where}.{i}") for i, (t, v) in enumerate(zip(items, raw)))
+    if origin is dict:
+        if not isinstance(raw, dict):
+            raise CrossalignError(f"{where} must be a mapping, got {raw!r}")
+        for key in raw:
+            if not isinstance(key, str):
+                raise CrossalignError(
+                    f"{where}: key {key!r} is not a string; quote it in YAML (unquoted no, off, "
+                    f"yes, on, true, false and numbers are not strings)"
+                )
+        return raw
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(cls) if a is not type(None)]
         return None if raw is None else _build(args[0], raw, where)
@@ -256,26 +295,122 @@ def _build(cls: Any, raw: Any, where: str) -> Any:
             return float(raw)
         except ValueError:
             pass
-    if cls in (int, float, str, bool) and not isinstance(raw, cls):
-        raise CrossalignError(f"{where}={raw!r} must be of type {cls.__name__}")
+    if cls in (int, float, str, bool):
+        # bool is a subclass of int: true is not a number, nor 1 a flag
+        if isinstance(raw, cls) and (cls is bool or not isinstance(raw, bool)):
+            return raw
+        raise CrossalignError(
+            f"{where}={raw!r} must be of type {cls.__name__}{_int_hint(cls, raw)}"
+        )
     return raw
 
 
+def _int_hint(cls: Any, raw: Any) -> str:
+    """`` (write 1000)`` when an int field got a whole number in float notation (``1e3``)."""
+    if cls is not int or isinstance(raw, bool) or not isinstance(raw, (str, float)):
+        return ""
+    try:
+        number = float(raw)
+    except ValueError:
+        return ""
+    return f" (write {int(number)})" if number.is_integer() else ""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML keeps the last)."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict:
+    """Construct a mapping; a key given twice is a YAML error at its second occurrence."""
+    lines: dict = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *base" keys may be overridden
+            continue
+        key = loader.construct_object(key_node)
+        if isinstance(key, Hashable) and key in lines:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key '{key}' is given twice (first on line {lines[key]})",
+                key_node.start_mark,
+            )  # fmt: skip
+        lines[key] = key_node.start_mark.line + 1
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def _parse_yaml(text: str, what: str) -> Any:
+    """``text`` parsed as YAML; an error names ``what`` and the line and column."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as e:
+        mark, problem = getattr(e, "problem_mark", None), getattr(e, "problem", None)
+        if mark is None or problem is None:
+            raise CrossalignError(f"{what}: not valid YAML: {str(e).splitlines()[0]}") from None
+        start = getattr(e, "context_mark", None)
+        context = getattr(e, "context", None)
+        if context and start:
+            problem += f" ({context} at line {start.line + 1}, column {start.column + 1})"
+        raise CrossalignError(
+            f"{what}: not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+        ) from None
+
+
+def _declared(cls: Any, key: str) -> Any:
+    """The declared type of ``key`` inside a value of type ``cls``, without ``| None`` (Any
+    for free-form data)."""
+    if dataclasses.is_dataclass(cls):
+        found = typing.get_type_hints(cls).get(key, Any)
+    elif typing.get_origin(cls) in (list, tuple, dict):
+        found = typing.get_args(cls)[-1]
+    else:
+        found = Any
+    if typing.get_origin(found) in (typing.Union, types.UnionType):
+        found = next(a for a in typing.get_args(found) if a is not type(None))
+    return found
+
+
 def _apply_override(data: dict, dotted: str) -> None:
-    """Set ``a.b.c=value`` (value parsed as YAML) in nested ``data``; list items by index."""
+    """Set ``a.b.c=value`` (value parsed as YAML) in nested ``data``; list items by index.
+
+    A path through a list needs an existing index; a path below a single value (``train.steps``)
+    or through a list the config does not set is refused, naming the override."""
     if "=" not in dotted:
         raise CrossalignError(f"override '{dotted}' must look like key=value, e.g. train.steps=100")
     key, value = dotted.split("=", 1)
     parts = key.strip().split(".")
+    if not all(parts):
+        raise CrossalignError(f"override '{dotted}': '{key}' is not a dotted key like train.steps")
+    parsed = _parse_yaml(value, f"override '{dotted}'") if value else ""
     node: Any = data
-    for part in parts[:-1]:
-        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-    last = parts[-1]
-    parsed = yaml.safe_load(value) if value else ""
-    if isinstance(node, list):
-        node[int(last)] = parsed
-    else:
-        node[last] = parsed
+    cls: Any = RunConfig
+    for depth, part in enumerate(parts):
+        here = ".".join(parts[:depth])
+        if cls in (int, float, str, bool):
+            raise CrossalignError(
+                f"override '{dotted}': {here} is a single {cls.__name__}, it has no key '{part}'"
+            )
+        if isinstance(node, list):
+            if not part.isdecimal() or int(part) >= len(node):
+                n = len(node)
+                items = f"{n} item{'s' * (n != 1)} (0-{n - 1})" if node else "no items"
+                raise CrossalignError(f"override '{dotted}': {here} has {items}, not '{part}'")
+            part = int(part)
+        elif not isinstance(node, dict):
+            raise CrossalignError(f"override '{dotted}': {here}={node!r} has no key '{part}'")
+        if depth == len(parts) - 1:
+            node[part] = parsed
+            return
+        cls = _declared(cls, part)
+        if isinstance(node, dict) and part not in node:
+            if typing.get_origin(cls) in (list, tuple):
+                path = ".".join(parts[: depth + 1])
+                raise CrossalignError(
+                    f"override '{dotted}': {path} is not set, so it has no item {parts[depth + 1]}"
+                    f"; set the whole list: {path}=[...]"
+                )
+            node[part] = {}
+        node = node[part]
 
 
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> RunConfig:
@@ -289,9 +424,10 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> RunConfig
         if not path.is_file():
             raise CrossalignError(f"config file {path} does not exist")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            raise CrossalignError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise CrossalignError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        data = _parse_yaml(text, str(path)) or {}
         if not isinstance(data, dict):
             raise CrossalignError(f"{path}: the top level must be a mapping of keys")
     for item in overrides:

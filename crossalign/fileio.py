@@ -32,8 +32,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary file path beside ``path``; on success it is renamed onto ``path``.
 
     On an exception the temporary file is removed and ``path`` keeps its previous content.
+    A directory at ``path`` is a CrossalignError naming it.
     """
     path = Path(path)
+    if path.is_dir():
+        raise CrossalignError(f"{path} is a directory; give a file path")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -78,13 +81,21 @@ def read_json(path: str | os.PathLike, fix: str) -> Any:
 
 def replace_dir(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     """Move the complete directory ``src`` onto ``dst``; an existing ``dst`` is removed only
-    after ``src`` has taken its place, so a crash leaves the old or the new one, never a mix."""
+    after ``src`` has taken its place, so a crash leaves the old or the new one, never a mix
+    (a failed second rename puts the old one back)."""
     src, dst = Path(src), Path(dst)
     if dst.exists():
         old = dst.with_name(f".{dst.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
         os.replace(dst, old)
-        os.replace(src, dst)
+        try:
+            os.replace(src, dst)
+        except BaseException:
+            os.replace(old, dst)
+            raise
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(src, dst)
@@ -93,14 +104,15 @@ def replace_dir(src: str | os.PathLike, dst: str | os.PathLike) -> None:
 @contextmanager
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary directory beside ``path``; on success it replaces ``path``
-    (see ``replace_dir``). On an exception it is removed and ``path`` is untouched."""
+    (see ``replace_dir``). On an exception, also one while renaming, it is removed and
+    ``path`` is untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     _open_permissions(tmp, directory=True)
     try:
         yield tmp
+        replace_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    replace_dir(tmp, path)

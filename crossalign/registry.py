@@ -44,6 +44,10 @@ class Registry(Generic[T]):
             )
         return self._items[name]
 
+    def name_of(self, obj: T) -> str | None:
+        """The name ``obj`` is registered under (None when it is not registered)."""
+        return next((name for name, item in self._items.items() if item is obj), None)
+
     def names(self) -> list[str]:
         """Registered names, sorted."""
         return sorted(self._items)

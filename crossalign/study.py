@@ -214,6 +214,10 @@ def _read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
+def _read_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
 def transform_dirs(transforms: Sequence[str]) -> list[str]:
     """The study's directory name of each transform (as given), after checking that each is a
     valid composition with ``trans`` and that no two are the same composition."""
@@ -292,6 +296,7 @@ def _run_transform(
 ) -> list[dict[str, Any]]:
     """One transform of ``run_study``: its corpus in ``out/derived``, its runs in
     ``out/runs/<objective>``; the rows of its objectives."""
+    from crossalign.checkpoint import list_checkpoints
     from crossalign.config import config_to_dict, load_config
     from crossalign.data.derive import DERIVED_LANG
     from crossalign.evals.alignment_score import (
@@ -320,16 +325,12 @@ def _run_transform(
         cfg = load_config(config_path, list(overrides))
         resolved = config_to_dict(cfg)
         model = run_dir / "model"
-        same = _read_json(run_dir / "study_config.json") == resolved
+        same = _read_yaml(run_dir / "config.yaml") == resolved
         if not (same and model.is_dir()):
-            resume = same and any((run_dir / "checkpoints").glob("step-*"))
-            if not same and run_dir.exists():
-                import shutil
-
-                shutil.rmtree(run_dir)  # this study's run of other settings
-            write_json_atomic(run_dir / "study_config.json", resolved)
+            resume = same and bool(list_checkpoints(run_dir))
             print(f"== pre-training {name} on {derive['transform']} ({cfg.train.steps} steps)")
-            pretrain(cfg, resume="last" if resume else None)
+            # a run of this study with other settings (or an unfinished start) is replaced
+            pretrain(cfg, resume="last" if resume else None, overwrite=not resume)
         key = {
             "version": EVAL_VERSION,
             "task": task,

@@ -10,9 +10,9 @@ schedule.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -22,18 +22,24 @@ import numpy as np
 import torch
 import yaml
 from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate.utils import broadcast_object_list, set_seed
 from torch import nn
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_linear_schedule_with_warmup
 
 from crossalign.checkpoint import (
+    CONFIG,
+    MANIFEST,
     MARKER,
     STATE,
     checkpoint_name,
-    find_resume_checkpoint,
+    checkpoint_problem,
+    checkpoint_step,
+    list_checkpoints,
+    move_aside,
     prune_checkpoints,
     read_state,
+    write_manifest,
 )
 from crossalign.config import RunConfig, config_to_dict
 from crossalign.data.batching import SourceSampler
@@ -58,12 +64,13 @@ from crossalign.data.store import open_store
 from crossalign.data.streaming import StreamingText, is_streaming
 from crossalign.data.tokenizer import load_tokenizer, train_tokenizer_on
 from crossalign.errors import CrossalignError
-from crossalign.fileio import atomic_dir, replace_dir, write_lines_atomic, write_text_atomic
+from crossalign.fileio import atomic_dir, replace_dir, write_text_atomic
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, Objective, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
 from crossalign.objectives.tlm import TranslationLM
 from crossalign.registry import did_you_mean
+from crossalign.run_dir import RunStart, open_run
 
 
 class ObjectiveSet(nn.Module):
@@ -138,9 +145,13 @@ def build_setup(
     if resume_from is not None:
         tokenizer = load_tokenizer(resume_from)
     elif cfg.model.path:
-        tokenizer = load_tokenizer(cfg.tokenizer.path or cfg.model.path)
+        tokenizer = (
+            load_tokenizer(cfg.tokenizer.path, "tokenizer.path")
+            if cfg.tokenizer.path
+            else load_tokenizer(cfg.model.path, "model.path")
+        )
     elif cfg.tokenizer.path:
-        tokenizer = load_tokenizer(cfg.tokenizer.path)
+        tokenizer = load_tokenizer(cfg.tokenizer.path, "tokenizer.path")
     elif given_store is not None:
         tokenizer = load_tokenizer(given_store.path / "tokenizer")
     else:
@@ -261,6 +272,23 @@ class LogStats:
             record["train/ppl"] = math.exp(min(ppl_loss / ppl_tokens, 50.0))
         self.sums, self.steps = {}, 0
         return record
+
+    def state_dict(self, accelerator: Accelerator) -> dict:
+        """The sums since the last log line, averaged over processes, for a checkpoint: a run
+        resumed between two log lines then logs the means the uninterrupted run logs."""
+        keys = sorted(self.sums)
+        values = (
+            accelerator.reduce(torch.stack([self.sums[k] for k in keys]), "mean").tolist()
+            if keys
+            else []
+        )
+        return {"steps": self.steps, "sums": dict(zip(keys, values))}
+
+    def load_state_dict(self, state: dict, device: torch.device) -> None:
+        """Continue from ``state_dict``'s sums (every process holds the mean; ``flush``
+        averages over processes, so the total is unchanged)."""
+        self.steps = int(state.get("steps", 0))
+        self.sums = {k: torch.tensor(v, device=device) for k, v in state.get("sums", {}).items()}
 
 
 def accumulate_gradients(
@@ -386,6 +414,14 @@ def _optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
     )
 
 
+def _all_finite(module: nn.Module, optimizer: torch.optim.Optimizer) -> bool:
+    """Whether every parameter and optimizer-state tensor is finite (checked before saving)."""
+    tensors = list(module.parameters())
+    for state in optimizer.state.values():
+        tensors += [v for v in state.values() if torch.is_tensor(v) and v.is_floating_point()]
+    return all(bool(torch.isfinite(t).all()) for t in tensors)
+
+
 def save_checkpoint(
     accelerator: Accelerator,
     module: nn.Module,
@@ -394,58 +430,72 @@ def save_checkpoint(
     step: int,
     *,
     position: dict[str, dict[str, int]],
+    log_state: dict,
+    config: dict,
     keep: int,
 ) -> Path:
     """Write ``checkpoints/step-N`` atomically (see ``crossalign.checkpoint``) with the data
-    ``position`` after step N; every process takes part (sharded optimizers save their own
-    parts)."""
+    ``position`` after step N, the log sums since the last log line and the run's ``config``;
+    every process takes part (sharded optimizers save their own parts).
+
+    A failed write (disk full, permissions) removes the partial checkpoint and raises one line
+    naming the file; the previous checkpoints are untouched.
+    """
     final = run_dir / "checkpoints" / checkpoint_name(step)
     tmp = final.with_name(f".{final.name}.tmp")
-    if accelerator.is_main_process:
-        import shutil
-
+    writing = tmp.name
+    try:
+        if accelerator.is_main_process:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+        accelerator.wait_for_everyone()
+        writing = "trainer/ (weights, optimizer, scheduler and RNG states)"
+        accelerator.save_state(str(tmp / "trainer"))
+        state_dict = accelerator.get_state_dict(module)
+        if accelerator.is_main_process:
+            inner: ObjectiveSet = accelerator.unwrap_model(module)
+            prefix = "model."
+            model_state = {
+                k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)
+            }
+            writing = "model.safetensors"
+            inner.model.save_pretrained(tmp, state_dict=model_state)
+            writing = "the tokenizer files"
+            tokenizer.save_pretrained(tmp)
+            state = {"step": step, "data": position, "log": log_state}
+            writing = f"{STATE}, {CONFIG}, {MANIFEST} and {MARKER}"
+            (tmp / STATE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+            (tmp / CONFIG).write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+            write_manifest(tmp)
+            (tmp / MARKER).write_text("", encoding="utf-8")
+            writing = f"the rename of {tmp.name} into place"
+            replace_dir(tmp, final)
+            prune_checkpoints(run_dir, keep)
+    except Exception as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-    accelerator.wait_for_everyone()
-    accelerator.save_state(str(tmp / "trainer"))
-    state_dict = accelerator.get_state_dict(module)
-    if accelerator.is_main_process:
-        inner: ObjectiveSet = accelerator.unwrap_model(module)
-        prefix = "model."
-        model_state = {k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)}
-        inner.model.save_pretrained(tmp, state_dict=model_state)
-        tokenizer.save_pretrained(tmp)
-        state = {"step": step, "data": position}
-        write_text_atomic(tmp / STATE, json.dumps(state, indent=2) + "\n")
-        (tmp / MARKER).write_text("", encoding="utf-8")
-        replace_dir(tmp, final)
-        prune_checkpoints(run_dir, keep)
+        name = getattr(e, "filename", None)
+        if name and Path(name).is_relative_to(tmp):
+            writing = Path(name).relative_to(tmp)
+        why = getattr(e, "strerror", None) or str(e).splitlines()[0] or type(e).__name__
+        good = [p.name for p in list_checkpoints(run_dir) if p != final]
+        intact = (
+            f"the last good checkpoint {good[0]} is intact"
+            if good
+            else "no earlier checkpoint exists"
+        )
+        raise CrossalignError(
+            f"could not write checkpoint {final}: writing {writing} failed ({why}); {intact}; "
+            "free space (or fix permissions) and continue with --resume"
+        ) from None
     accelerator.wait_for_everyone()
     return final
 
 
-def _truncate_metrics(path: Path, step: int) -> None:
-    """Drop ``metrics.jsonl`` lines logged after ``step`` (a resumed run rewrites them)."""
-    if path.is_file():
-        lines = path.read_text(encoding="utf-8").splitlines()
-        write_lines_atomic(path, [x for x in lines if x and json.loads(x)["step"] <= step])
-
-
-def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
-    """Run pre-training as configured; ``resume`` is ``last`` or a checkpoint directory.
-
-    Returns the final held-out metrics. Writes ``config.yaml``, ``metrics.jsonl``,
-    ``checkpoints/`` and the final ``model/`` under ``cfg.run_dir``.
-    """
-    run_dir = Path(cfg.run_dir)
+def _batch_sizes(cfg: RunConfig, world: int) -> tuple[int, dict[str, int], dict[str, int]]:
+    """(held-out micro-batch size, each objective's global batch, each objective's
+    micro-batch); every global batch splits over ``world`` processes × ``grad_accum``."""
     tc = cfg.train
-    # With no GPU, train on the CPU (gloo) also when launched as several processes.
-    accelerator = Accelerator(
-        mixed_precision=_precision(tc.precision), cpu=not torch.cuda.is_available()
-    )
-    main = accelerator.is_main_process
-    world, rank = accelerator.num_processes, accelerator.process_index
-    slices = world * tc.grad_accum  # every global batch splits into this many micro-batches
+    slices = world * tc.grad_accum
     own = {f"objective {oc.name}: batch_size": oc.batch_size for oc in cfg.objectives}
     for key, size in {"train.batch_size": tc.batch_size, **own}.items():
         if size and size % slices:
@@ -453,16 +503,145 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                 f"{key}={size} must be divisible by processes ({world}) × "
                 f"train.grad_accum ({tc.grad_accum})"
             )
-    per = tc.batch_size // slices
     batch_sizes = {oc.name: oc.batch_size or tc.batch_size for oc in cfg.objectives}
     per_objective = {name: size // slices for name, size in batch_sizes.items()}
-    resume_from = find_resume_checkpoint(run_dir, resume) if resume else None
-    if resume_from is None and any((run_dir / "checkpoints").glob("step-*")):
-        raise CrossalignError(
-            f"{run_dir} already has checkpoints; pass --resume to continue, or set "
-            f"run_dir=... for a new run"
-        )
+    return tc.batch_size // slices, batch_sizes, per_objective
 
+
+def _start_run(
+    accelerator: Accelerator, cfg: RunConfig, resume: str | None, overwrite: bool
+) -> RunStart:
+    """``open_run`` on the main process (lock, empty or resumable ``run_dir``); its decision,
+    or its error, reaches every process."""
+    start, shared = None, [None]  # to the other processes: the error, or (checkpoint, changes)
+    if accelerator.is_main_process:
+        try:
+            start = open_run(
+                Path(cfg.run_dir), resume, overwrite, config_to_dict(cfg), cfg.train.steps
+            )
+            shared = [(start.resume_from, start.changed)]
+        except CrossalignError as e:
+            shared = [str(e)]
+    if accelerator.num_processes > 1:
+        broadcast_object_list(shared)
+    if isinstance(shared[0], str):
+        raise CrossalignError(shared[0])
+    return start or RunStart(*shared[0])
+
+
+SCHEDULE_KEYS = ("train.lr", "train.steps", "train.warmup_steps")
+OPTIMIZER_KEYS = ("train.betas", "train.adam_eps", "train.weight_decay")
+
+
+def _apply_changed_settings(
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LambdaLR,
+    cfg: RunConfig,
+    changed: list[str],
+) -> None:
+    """After a checkpoint's optimizer and scheduler are loaded (they carry the old values): put
+    the config's peak lr, schedule and AdamW settings in place from the resumed step on. Left
+    alone when none changed, so a plain resume stays bit-identical."""
+    keys = {c.split(" ", 1)[0] for c in changed}
+    tc = cfg.train
+    if keys & set(OPTIMIZER_KEYS):
+        for i, group in enumerate(optimizer.param_groups):
+            group["betas"], group["eps"] = tuple(tc.betas), tc.adam_eps
+            group["weight_decay"] = tc.weight_decay if i == 0 else 0.0
+    if keys & set(SCHEDULE_KEYS):
+        scheduler.base_lrs = [tc.lr for _ in optimizer.param_groups]
+        lrs = [tc.lr * f(scheduler.last_epoch) for f in scheduler.lr_lambdas]
+        for group, lr in zip(optimizer.param_groups, lrs):
+            group["initial_lr"], group["lr"] = tc.lr, lr
+        scheduler._last_lr = lrs
+
+
+def _grad_norm(accelerator: Accelerator, module: nn.Module, max_norm: float) -> torch.Tensor:
+    """The global gradient norm, clipped to ``max_norm`` when that is > 0."""
+    if max_norm > 0:
+        norm = accelerator.clip_grad_norm_(module.parameters(), max_norm)
+        if norm is not None:
+            return norm
+    grads = [p.grad for p in module.parameters() if p.grad is not None]
+    return torch.nn.utils.get_total_norm(grads) if grads else torch.zeros(())
+
+
+def _out_of_memory(
+    error: Exception, cfg: RunConfig, per_objective: dict[str, int], step: int
+) -> Exception:
+    """A one-line error for a step that did not fit in memory (other errors unchanged)."""
+    text = str(error)
+    if not isinstance(error, torch.OutOfMemoryError) and "can't allocate memory" not in text:
+        return error
+    sizes = ", ".join(f"{n} {b}" for n, b in per_objective.items())
+    return CrossalignError(
+        f"out of memory at step {step} with micro-batches of {sizes} sequences of up to "
+        f"data.max_length={cfg.data.max_length} tokens: lower data.max_length or "
+        "train.batch_size, or raise train.grad_accum (same global batch, smaller "
+        "micro-batches)"
+    )
+
+
+def _divergence(run_dir: Path, step: int, what: str, main: bool) -> CrossalignError:
+    """The error for a non-finite loss, gradient or weights computed from the weights after
+    ``step`` updates: the checkpoint holding those weights (and any later one) is moved to
+    ``checkpoints/diverged/`` so that a plain ``--resume`` takes the last good one."""
+    moved = ""
+    if main:
+        bad = [p for p in list_checkpoints(run_dir) if checkpoint_step(p) >= step]
+        folder = move_aside(bad, run_dir, "diverged")
+        if folder is not None:
+            names = ", ".join(p.name for p in bad)
+            moved = f"{names} (its weights gave it) moved to {folder}; "
+    good = [p for p in list_checkpoints(run_dir) if checkpoint_problem(p) is None]
+    if not good:
+        return CrossalignError(
+            f"{what}; stopped before the update. {moved}no good checkpoint is left: start "
+            "again (--overwrite) with a lower train.lr or more train.warmup_steps"
+        )
+    return CrossalignError(
+        f"{what}; stopped before the update. {moved}the last good checkpoint is {good[0]}: "
+        "continue from it with a lower train.lr or more train.warmup_steps "
+        "(crossalign train ... train.lr=... --resume)"
+    )
+
+
+def train(cfg: RunConfig, resume: str | None = None, overwrite: bool = False) -> dict[str, float]:
+    """Run pre-training as configured; ``resume`` is ``last`` or a checkpoint directory.
+
+    A new run needs an empty (or absent) ``run_dir``, unless ``overwrite`` (which empties
+    it); one run at a time holds ``run_dir``. Returns the final held-out metrics. Writes
+    ``config.yaml``, ``metrics.jsonl``, ``checkpoints/`` and the final ``model/`` under
+    ``cfg.run_dir``.
+    """
+    # With no GPU, train on the CPU (gloo) also when launched as several processes.
+    accelerator = Accelerator(
+        mixed_precision=_precision(cfg.train.precision), cpu=not torch.cuda.is_available()
+    )
+    sizes = _batch_sizes(cfg, accelerator.num_processes)
+    start = _start_run(accelerator, cfg, resume, overwrite)
+    try:
+        return _train(accelerator, cfg, start, *sizes)
+    finally:
+        if start.lock is not None:
+            start.lock.release()
+
+
+def _train(
+    accelerator: Accelerator,
+    cfg: RunConfig,
+    start: RunStart,
+    per: int,
+    batch_sizes: dict[str, int],
+    per_objective: dict[str, int],
+) -> dict[str, float]:
+    """``train`` once ``run_dir`` is this run's."""
+    run_dir = Path(cfg.run_dir)
+    tc = cfg.train
+    main = accelerator.is_main_process
+    world, rank = accelerator.num_processes, accelerator.process_index
+    resume_from = start.resume_from
+    config = config_to_dict(cfg)
     set_seed(tc.seed)
     setup = build_setup(cfg, resume_from, accelerator)
     module = ObjectiveSet(setup.model, setup.objectives)
@@ -486,43 +665,58 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
         for i, (name, obj) in enumerate(setup.objectives.items())
     }
 
+    device = accelerator.device
+    stats = LogStats(setup.objectives, setup.weights)
     step = 0
     position = {n: s.state_dict() for n, s in samplers.items()}
     metrics_path = run_dir / "metrics.jsonl"
     if resume_from is not None:
-        accelerator.load_state(str(resume_from / "trainer"))
+        try:
+            accelerator.load_state(str(resume_from / "trainer"))
+        except Exception as e:  # a checkpoint without a manifest (older) that does not load
+            raise CrossalignError(
+                f"cannot load the trainer state of {resume_from}: {str(e).splitlines()[0]}; "
+                "resume from an earlier checkpoint (--resume CHECKPOINT)"
+            ) from None
+        _apply_changed_settings(optimizer, scheduler, cfg, start.changed)
         state = read_state(resume_from)
         step = int(state["step"])
         position = state["data"]
+        stats.load_state_dict(state.get("log", {}), device)
         for name, sampler in samplers.items():
             sampler.load_state_dict(position.get(name, {}))
         if main:
-            _truncate_metrics(metrics_path, step)
             tqdm.write(f"resumed from {resume_from} at step {step}")
-    elif main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        metrics_path.unlink(missing_ok=True)
+            if start.changed:
+                tqdm.write("changed settings applied from here: " + "; ".join(start.changed))
     if main:
-        write_text_atomic(
-            run_dir / "config.yaml", yaml.safe_dump(config_to_dict(cfg), sort_keys=False)
-        )
+        write_text_atomic(run_dir / "config.yaml", yaml.safe_dump(config, sort_keys=False))
 
     stop = StopRequest()
     previous_handler = signal.signal(signal.SIGINT, stop)
-    device = accelerator.device
-    stats = LogStats(setup.objectives, setup.weights)
     tokens_seen, last_time = 0, time.perf_counter()
     last_saved: Path | None = resume_from
     bar = tqdm(total=tc.steps, initial=step, disable=not main, desc="train", unit="step")
     module.train()
-    save = functools.partial(
-        save_checkpoint,
-        accelerator,
-        module,
-        setup.tokenizer,
-        run_dir,
-        keep=tc.keep_checkpoints,
-    )
+
+    def save(step: int) -> Path:
+        if not _all_finite(module, optimizer):
+            raise _divergence(run_dir, step + 1, f"weights became non-finite at step {step}", main)
+        return save_checkpoint(
+            accelerator,
+            module,
+            setup.tokenizer,
+            run_dir,
+            step,
+            position=position,
+            log_state=stats.state_dict(accelerator),
+            config=config,
+            keep=tc.keep_checkpoints,
+        )
+
+    # Non-finite values are caught before the optimizer step; with fp16 the gradient scaler
+    # skips overflowing steps itself, so only the loss is checked there.
+    check_norm = accelerator.scaler is None
     collator = StepCollator(setup.objectives, examples, tc.seed, rank, tc.grad_accum, per_objective)
     plan = StepPlan(samplers, step, tc.steps, batch_sizes, streams, position)
     loader = step_loader(collator, plan, cfg.data.num_workers)
@@ -534,44 +728,43 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                     log.write(json.dumps(record) + "\n")
                     log.flush()
 
-            bad = torch.zeros((), dtype=torch.long, device=device)
-            bad_loss = torch.zeros((), device=device)
             for item in loader:
                 micro = [finish_collation(setup.objectives, c) for c in item.micro]
                 tokens_seen += sum(
                     int(b["attention_mask"].sum()) for batches in micro for b in batches.values()
                 )
-                step_loss, results = accumulate_gradients(
-                    accelerator, module, micro, setup.objectives, setup.weights, tc.objective_mix
+                try:
+                    step_loss, results = accumulate_gradients(
+                        accelerator,
+                        module,
+                        micro,
+                        setup.objectives,
+                        setup.weights,
+                        tc.objective_mix,
+                    )
+                except (torch.OutOfMemoryError, RuntimeError) as e:
+                    raise _out_of_memory(e, cfg, per_objective, step + 1) from None
+                grad_norm = _grad_norm(accelerator, module, tc.max_grad_norm)
+                checks = torch.stack(
+                    [step_loss.float(), grad_norm.float() if check_norm else step_loss.float()]
                 )
+                checks = accelerator.gather(checks[None].to(device))  # [processes, 2]
+                if not bool(torch.isfinite(checks).all()):
+                    loss, norm = (float(x) for x in checks[~torch.isfinite(checks).all(1)][0])
+                    what = f"loss became {loss} at step {step + 1}"
+                    if check_norm:
+                        what += f" (gradient norm {norm})"
+                    raise _divergence(run_dir, step, what, main)
                 for micro_results in results:
                     stats.add(micro_results, 1.0 / tc.grad_accum)
-                if tc.max_grad_norm > 0:
-                    accelerator.clip_grad_norm_(module.parameters(), tc.max_grad_norm)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 position = item.position
                 stats.steps += 1
-                # the first non-finite step, tracked on the device: checked (a device sync)
-                # only where the loop logs, evaluates or saves
-                bad = torch.where((bad == 0) & ~torch.isfinite(step_loss), step, bad)
-                bad_loss = torch.where(bad == step, step_loss.detach().float(), bad_loss)
-                checkpoint_due = bool(tc.save_every and step % tc.save_every == 0)
-                log_due = step % tc.log_every == 0 or step == tc.steps
-                eval_due = bool(tc.eval_every and step % tc.eval_every == 0)
-                if log_due or eval_due or checkpoint_due or stop.requested:
-                    everywhere = accelerator.gather(bad[None])
-                    if bool((everywhere > 0).any()):
-                        first_bad = int(everywhere[everywhere > 0].min())
-                        raise CrossalignError(
-                            f"loss became {bad_loss.item()} at step {first_bad}; stopped. The "
-                            f"last good checkpoint is {last_saved or 'none (no checkpoint yet)'};"
-                            f" lower train.lr or raise train.warmup_steps"
-                        )
                 bar.update(1)
-                if log_due:
+                if step % tc.log_every == 0 or step == tc.steps:
                     now = time.perf_counter()
                     record = {"step": step, "lr": scheduler.get_last_lr()[0], "processes": world}
                     record.update(stats.flush(accelerator))
@@ -590,8 +783,8 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                         emit({"step": step, **held})
                         bar.write(f"step {step}: " + _describe(held))
                     last_time = time.perf_counter()
-                if checkpoint_due or stop.requested:
-                    last_saved = save(step, position=position)
+                if (tc.save_every and step % tc.save_every == 0) or stop.requested:
+                    last_saved = save(step)
                     last_time = time.perf_counter()
                 if stop.requested:
                     bar.close()
@@ -601,13 +794,14 @@ def train(cfg: RunConfig, resume: str | None = None) -> dict[str, float]:
                     )
             bar.close()
             if last_saved is None or last_saved.name != checkpoint_name(step):
-                last_saved = save(step, position=position)
+                last_saved = save(step)
             held = evaluate(accelerator, module, setup.data, per, tc.seed)
             if held:
                 emit({"step": step, **held})
             if main:
                 _export_model(accelerator, module, setup.tokenizer, run_dir / "model")
     finally:
+        bar.close()  # an error message then starts on its own line
         signal.signal(signal.SIGINT, previous_handler)
     if main:
         _print_summary(run_dir, held, cfg)

@@ -12,12 +12,13 @@ from pathlib import Path
 import torch
 from torch import nn
 from tqdm import tqdm
-from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
 from crossalign.align.extract import subword_links
 from crossalign.align.options import AlignConfig
 from crossalign.align.words import Pieces, link_lists, to_pieces, word_links
+from crossalign.data.tokenizer import load_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.models.build import model_languages, position_offset
 
@@ -80,7 +81,14 @@ def _padded(rows: list[list[int]], value: int) -> torch.Tensor:
 
 
 class WordAligner:
-    """Word links of whitespace-tokenized sentence pairs from a layer of an encoder."""
+    """Word links of whitespace-tokenized sentence pairs from a layer of an encoder.
+
+    Long sentences are truncated, never windowed: each side keeps its first ``max_pieces``
+    subwords (the model's ``max_position_embeddings`` less the position offset and the two
+    special tokens), and only the words those subwords belong to can be linked; the words
+    after them get no links. Time and memory stay bounded by ``max_pieces`` however long a
+    line is. ``truncated`` counts the pairs cut so far (``truncation_warning`` says so).
+    """
 
     def __init__(
         self,
@@ -108,7 +116,10 @@ class WordAligner:
             else None
         )
         self.truncated = 0
-        """Sentences cut to ``max_pieces`` subwords so far (their last words stay unaligned)."""
+        """Pairs with a side cut to ``max_pieces`` subwords so far (their last words stay
+        unaligned)."""
+        self.pairs = 0
+        """Pairs tokenized so far."""
         self.seconds = {"tokenize": 0.0, "encode": 0.0, "extract": 0.0}
         """Time spent so far in each stage of ``align``."""
 
@@ -198,11 +209,29 @@ class WordAligner:
         n_src, n_tgt = len(src.ids), len(tgt.ids)
         return n_src + n_tgt if self.cfg.joint else max(n_src, n_tgt)
 
-    def _pieces(self, sentences: list[list[str]]) -> list[Pieces]:
-        """Subwords of the sentences, cut to the ``max_pieces`` the model's positions hold."""
-        pieces = to_pieces(self.tokenizer, sentences, self.cfg.subwords)
-        self.truncated += sum(len(p.ids) > self.max_pieces for p in pieces)
-        return [p.truncated(self.max_pieces) for p in pieces]
+    def _pieces(
+        self, pairs: Sequence[tuple[list[str], list[str]]]
+    ) -> tuple[list[Pieces], list[Pieces]]:
+        """Subwords of the pairs' source and target sentences, cut to the ``max_pieces`` the
+        model's positions hold; counts the pairs cut in ``truncated``."""
+        src, tgt = (
+            to_pieces(self.tokenizer, [p[side] for p in pairs], self.cfg.subwords)
+            for side in (0, 1)
+        )
+        limit = self.max_pieces
+        self.truncated += sum(len(s.ids) > limit or len(t.ids) > limit for s, t in zip(src, tgt))
+        self.pairs += len(pairs)
+        return [p.truncated(limit) for p in src], [p.truncated(limit) for p in tgt]
+
+    def truncation_warning(self) -> str | None:
+        """A one-line warning counting the pairs truncated so far, or None if none was."""
+        if not self.truncated:
+            return None
+        return (
+            f"warning: {self.truncated} of {self.pairs} pairs had a sentence longer than the "
+            f"model's {self.max_pieces} subwords; it was truncated and the words after its first "
+            f"{self.max_pieces} subwords are unaligned"
+        )
 
     def align(
         self,
@@ -214,7 +243,8 @@ class WordAligner:
         in input order. One forward pass per batch serves all layers.
 
         Pairs are tokenized a chunk at a time and sorted within the chunk by the length their
-        rows are padded to, so a batch holds pairs of similar length and little padding.
+        rows are padded to, so a batch holds pairs of similar length and little padding. A
+        sentence longer than ``max_pieces`` subwords is truncated (see the class docstring).
         """
         check_layers(layers, self.model.config.num_hidden_layers)
         results: dict[int, list[Links]] = {x: [[] for _ in pairs] for x in layers}
@@ -223,8 +253,7 @@ class WordAligner:
             for start in range(0, len(pairs), chunk):
                 t0 = time.perf_counter()
                 part = pairs[start : start + chunk]
-                src = self._pieces([s for s, _ in part])
-                tgt = self._pieces([t for _, t in part])
+                src, tgt = self._pieces(part)
                 order = sorted(range(len(part)), key=lambda k: -self._row_length(src[k], tgt[k]))
                 self.seconds["tokenize"] += time.perf_counter() - t0
                 for b0 in range(0, len(order), self.cfg.batch_size):
@@ -268,8 +297,8 @@ def load_aligner(
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    tokenizer = load_tokenizer(path, "model", masked_lm=False)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
         model = AutoModel.from_pretrained(str(path))
     except (OSError, ValueError) as e:
         raise CrossalignError(f"model {path}: cannot load: {str(e).splitlines()[0]}") from None

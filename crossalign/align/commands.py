@@ -148,12 +148,8 @@ def _align(args: argparse.Namespace) -> int:
         write_lines_atomic(args.output, lines)
     else:
         sys.stdout.writelines(line + "\n" for line in lines)
-    if aligner.truncated:
-        print(
-            f"note: {aligner.truncated} sentences were longer than {aligner.max_pieces} subwords; "
-            f"their last words are unaligned",
-            file=sys.stderr,
-        )
+    if warning := aligner.truncation_warning():
+        print(warning, file=sys.stderr)
     return 0
 
 
@@ -164,7 +160,10 @@ def add_align_parser(sub: argparse._SubParsersAction) -> None:
         help="word-align two line-aligned files with an encoder (Pharaoh i-j output)",
         description="Word-align the whitespace-tokenized sentences of SRC_FILE and TGT_FILE "
         "(line-aligned) from the hidden states of one layer of an encoder. Writes one line of "
-        "sorted 0-based 'i-j' links per pair to stdout (or --output). See docs/align.md.",
+        "sorted 0-based 'i-j' links per pair to stdout (or --output). A sentence longer than "
+        "the model's positions hold (max_position_embeddings less the special tokens) is "
+        "truncated to its first subwords: the words after them get no links, and a warning "
+        "counts the pairs truncated. See docs/align.md.",
     )
     p.add_argument("src_file", metavar="SRC_FILE", help="source sentences, one per line")
     p.add_argument("tgt_file", metavar="TGT_FILE", help="target sentences, line-aligned")

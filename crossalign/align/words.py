@@ -24,8 +24,13 @@ class Pieces:
     """Words in the sentence (a word may have no subword, e.g. one the normaliser deletes)."""
 
     def truncated(self, limit: int) -> Pieces:
-        """The first ``limit`` subwords; words cut off keep their index but lose their subwords."""
-        return Pieces(self.ids[:limit], self.words[:limit], self.n_words)
+        """The first ``limit`` subwords and the words they belong to: words after the last kept
+        subword are dropped (they get no links), so a long sentence costs O(limit), not
+        O(words). A sentence of at most ``limit`` subwords is returned unchanged."""
+        if len(self.ids) <= limit:
+            return self
+        words = self.words[:limit]
+        return Pieces(self.ids[:limit], words, words[-1] + 1 if words else 0)
 
 
 def pieces_per_word(tokenizer: PreTrainedTokenizerBase, sentences: list[list[str]]) -> list[Pieces]:

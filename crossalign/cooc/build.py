@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crossalign.data.readers import clean_line, decode_line, open_text
 from crossalign.errors import CrossalignError
 
 CHUNK_BYTES = 4 << 20
@@ -292,10 +293,10 @@ def iter_chunks(
             lines: list[bytes] = []
             numbers: list[int] = []
             size = read = 0
-            with open(path, "rb") as f:
+            with open_text(path) as f:
                 for number, raw in enumerate(f, 1):
                     read += len(raw)
-                    line = raw.strip()
+                    line = clean_line(raw, path, number).strip()
                     if not line:
                         continue
                     h = hash(line)
@@ -339,13 +340,7 @@ class Encoder:
             texts = [line.decode("utf-8") for line in chunk.lines]
         except UnicodeDecodeError:
             for number, line in zip(chunk.line_numbers, chunk.lines):
-                try:
-                    line.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise CrossalignError(
-                        f"{chunk.path}:{number}: not UTF-8 (byte {e.start}); convert the file, "
-                        f"e.g. iconv -f latin1 -t utf-8"
-                    ) from None
+                decode_line(line, chunk.path, int(number))
             raise
         encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
         encodings = encode(texts, add_special_tokens=False)
@@ -542,8 +537,7 @@ def count_cooccurrences(
         )
     for _, paths in sources:
         for p in paths:
-            if not Path(p).is_file():
-                raise CrossalignError(f"{p}: file not found")
+            open_text(p).close()
     check_key_space(vocab_size, window, len(langs))
     start = time.perf_counter()
     total = sum(os.path.getsize(p) for _, paths in sources for p in paths)
@@ -558,8 +552,10 @@ def count_cooccurrences(
         )
     empty = [lang for lang, n in zip(langs, tokens) if n == 0]
     if empty:
+        files = [p for lang, paths in sources if lang in empty for p in paths]
         raise CrossalignError(
-            f"no tokens for language(s) {', '.join(empty)}: their files are empty"
+            f"no tokens for language(s) {', '.join(empty)}: their files are empty "
+            f"({', '.join(map(str, files))})"
         )
     if reference is None:
         reference = "en" if "en" in langs else langs[int(np.argmax(tokens))]

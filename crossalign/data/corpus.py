@@ -43,7 +43,8 @@ def resolve_corpus(
     "valid_mono": {...}, "valid_parallel": {...}}``. ``mono`` lists every train file of a
     language across pairs (``en`` of each LibreOffice pair). With ``languages``, only pairs whose
     both sides are listed are kept, and mono text of the listed languages only. Empty splits
-    (the valid split of a tiny corpus) are left out.
+    (the valid split of a tiny corpus) are left out; a corpus without any training text (of the
+    listed languages) is an error naming its empty train files.
     """
     corpus_dir = Path(corpus_dir)
     card = load_card(corpus_dir)
@@ -69,6 +70,7 @@ def resolve_corpus(
         "valid_mono": {},
         "valid_parallel": {},
     }
+    empty_train: list[str] = []
     for split, mono_key, parallel_key in (
         ("train", "mono", "parallel"),
         ("valid", "valid_mono", "valid_parallel"),
@@ -76,10 +78,19 @@ def resolve_corpus(
         for name, (src, tgt) in sorted(pairs.items()):
             src_file, tgt_file = _files(corpus_dir, name, src, tgt, split)
             if Path(src_file).stat().st_size == 0:  # a tiny corpus can have an empty valid split
+                if split == "train":
+                    empty_train += [f for f, lang in ((src_file, src), (tgt_file, tgt))
+                                    if lang in wanted]  # fmt: skip
                 continue
             for lang, path in ((src, src_file), (tgt, tgt_file)):
                 if lang in wanted:
                     out[mono_key].setdefault(lang, []).append(path)
             if src in wanted and tgt in wanted:
                 out[parallel_key][name] = [src_file, tgt_file]
+    if not out["mono"]:
+        more = f" and {len(empty_train) - 4} more" if len(empty_train) > 4 else ""
+        raise CrossalignError(
+            f"corpus {corpus_dir} has no training text: {', '.join(empty_train[:4])}{more} "
+            f"{'is' if len(empty_train) == 1 else 'are'} empty; rebuild the corpus"
+        )
     return out

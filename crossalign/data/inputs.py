@@ -4,7 +4,8 @@ An input is one configured text source: a UTF-8 file, two line-aligned files, a 
 Hugging Face dataset column. Each can report its size in lines (rows), read any range of them
 and give a cheap identity (path, size, modification time; a dataset's fingerprint) for cache
 keys. The line rules are those of ``crossalign.data.readers``: lines are split on ``\\n``,
-stripped, empty ones skipped; a file that is not UTF-8 is an error naming ``file:line``.
+stripped, empty ones skipped; a UTF-8 byte-order mark is dropped; a file that is not UTF-8
+or holds a NUL byte is an error naming ``file:line``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from crossalign.data.readers import DATA_FILE_BUILDERS
+from crossalign.data.readers import DATA_FILE_BUILDERS, decode_line, open_text
 from crossalign.errors import CrossalignError
 
 BLOCK = 1 << 24
@@ -29,16 +30,14 @@ def line_starts(path: str | os.PathLike, every: int) -> tuple[int, np.ndarray]:
 
     Lines are counted as Python's binary file iteration does: a last line without a
     newline counts. Reads the file once in blocks (bounded memory).
-    Returns (n_lines, int64 [ceil(n_lines / every)] offsets).
+    Returns (n_lines, int64 [ceil(n_lines / every)] offsets). A file that cannot be read is
+    a CrossalignError (``open_text``).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise CrossalignError(f"{path}: file not found")
     offsets = [0]
     n_lines = 0
     pos = 0
     last = b"\n"
-    with open(path, "rb") as f:
+    with open_text(path) as f:
         while chunk := f.read(BLOCK):
             ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
             # line number (0-based) of the line that starts after each newline
@@ -56,21 +55,15 @@ def line_starts(path: str | os.PathLike, every: int) -> tuple[int, np.ndarray]:
 
 def read_lines(path: str | os.PathLike, offset: int, first: int, count: int) -> list[str]:
     """``count`` lines of a UTF-8 file from byte ``offset`` (line number ``first``, 0-based),
-    without the line break; errors name ``file:line`` (1-based)."""
+    without the line break, as ``decode_line`` reads them (errors name ``file:line``)."""
     out = []
-    with open(path, "rb") as f:
+    with open_text(path) as f:
         f.seek(offset)
         for i in range(count):
             raw = f.readline()
             if not raw:
                 break
-            try:
-                out.append(raw.decode("utf-8").rstrip("\r\n"))
-            except UnicodeDecodeError as e:
-                raise CrossalignError(
-                    f"{path}:{first + i + 1}: not UTF-8 (byte {e.start}); convert the file, e.g. "
-                    f"iconv -f latin1 -t utf-8"
-                ) from None
+            out.append(decode_line(raw, path, first + i + 1))
     return out
 
 
@@ -184,10 +177,15 @@ _DATASETS: dict[tuple[str, str, str], Any] = {}
 
 def load_dataset_args(dataset: str, split: str) -> tuple[tuple, dict[str, Any]]:
     """``datasets.load_dataset`` arguments for a name, a directory of data files, or one
-    .json/.jsonl/.csv/.parquet/.txt file (read through its builder)."""
+    .json/.jsonl/.csv/.parquet/.txt file (read through its builder; a .txt file's UTF-8
+    byte-order mark is dropped, as ``crossalign.data.readers`` does)."""
     path = Path(dataset)
     if path.is_file() and path.suffix in DATA_FILE_BUILDERS:
-        return (DATA_FILE_BUILDERS[path.suffix],), {"data_files": {split: str(path)}}
+        builder = DATA_FILE_BUILDERS[path.suffix]
+        kwargs: dict[str, Any] = {"data_files": {split: str(path)}}
+        if builder == "text":  # a UTF-8 byte-order mark is not text
+            kwargs["encoding"] = "utf-8-sig"
+        return (builder,), kwargs
     return (dataset,), {}
 
 

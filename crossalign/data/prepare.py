@@ -131,11 +131,17 @@ def store_sources(sources: Sources) -> list[Source]:
     return out
 
 
+# How raw text is read into a store; raised when that changes (2: a UTF-8 byte-order mark is
+# dropped, NUL bytes are refused), so stores cached by an earlier reader are rebuilt.
+READING = 2
+
+
 def store_key(sources: list[Source], tokenizer: PreTrainedTokenizerBase) -> str:
     """The cache key of a store: the sources' identity (paths, sizes, modification times,
     dataset fingerprints), the tokenizer's fingerprint, the store format and chunking."""
     ident = {
         "version": VERSION,
+        "reading": READING,
         "chunk_lines": CHUNK_LINES,
         "tokenizer": tokenizer_fingerprint(tokenizer),
         "sources": [[s.part, s.name, s.dedup, [i.identity() for i in s.inputs]] for s in sources],

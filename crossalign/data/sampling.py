@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from crossalign.errors import CrossalignError
+
 
 def language_probs(counts: dict[str, int], alpha: float) -> dict[str, float]:
     """Sampling probability of each language from its size ``n_i``: p_i ∝ n_i^alpha.
 
     alpha = 1 samples proportionally to size; alpha = 0 uniformly; XLM uses 0.5-0.7.
+    A language with no lines cannot be sampled: a CrossalignError naming it.
     """
     names = sorted(counts)
+    empty = [n for n in names if counts[n] <= 0]
+    if empty:
+        raise CrossalignError(
+            f"no text in language(s) {', '.join(empty)} to sample from; check their data files"
+        )
+    if not names:
+        raise CrossalignError("no languages to sample text from; give data.mono or data.parallel")
     weights = np.array([float(counts[n]) for n in names]) ** alpha
     weights /= weights.sum()
     return dict(zip(names, weights.tolist()))

@@ -112,6 +112,8 @@ def _aer(args: argparse.Namespace) -> int:
         if layers is None:
             layers = list(range(aligner.model.config.num_hidden_layers + 1))
         links = aligner.align(list(zip(testset.src, testset.tgt)), layers, progress=True)
+        if warning := aligner.truncation_warning():
+            print(warning, file=sys.stderr)
         scores = {
             f"layer {x}": aer_scores([set(a) for a in links[x]], testset.gold) for x in layers
         }

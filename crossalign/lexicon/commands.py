@@ -47,9 +47,15 @@ def induce_with_args(
 ) -> Induction:
     """``induce_from_model`` on the text and options of a parsed command (``--corpus`` or
     ``--src-text``/``--tgt-text``, ``--layer``, ``--threshold``, ``--other-max``, ``--k``,
-    ``--context-sentences`` and, where the command has it, ``--backend``)."""
+    ``--context-sentences`` and, where the command has it, ``--backend``). The two languages
+    must differ: each one's vocabulary is the tokens the other does not use."""
     from crossalign.lexicon.induce import induce_from_model
 
+    if src.lower() == tgt.lower():
+        raise CrossalignError(
+            f"--src and --tgt are the same language ({src}); a dictionary translates between "
+            f"two languages, e.g. --src en --tgt de"
+        )
     extra = {"backend": args.backend} if hasattr(args, "backend") else {}
     return induce_from_model(
         model,
@@ -72,6 +78,12 @@ def _induce(args: argparse.Namespace) -> int:
     from crossalign.fileio import write_lines_atomic
     from crossalign.lexicon.embed import load_masked_lm
 
+    for flag, out in (("--out", args.out), ("--backward", args.backward)):
+        if out and Path(out).is_dir():
+            raise CrossalignError(
+                f"{flag} {out} is a directory; give a file path, e.g. "
+                f"{Path(out) / f'{args.src}-{args.tgt}.txt'}"
+            )
     model, tokenizer = load_masked_lm(args.model, args.device)
     result = induce_with_args(args, model, tokenizer, args.src, args.tgt)
     n = write_lines_atomic(args.out, result.forward.lines(tokenizer))

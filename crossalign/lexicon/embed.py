@@ -266,8 +266,10 @@ def load_masked_lm(
     ``device``; a directory that is not one is a one-line CrossalignError."""
     from pathlib import Path
 
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoModelForMaskedLM
     from transformers.utils import logging
+
+    from crossalign.data.tokenizer import load_tokenizer
 
     if not (Path(path) / "config.json").is_file():
         raise CrossalignError(
@@ -276,9 +278,9 @@ def load_masked_lm(
         )
     verbosity = logging.get_verbosity()
     logging.set_verbosity_error()  # an exported backbone's unused pooler is reported otherwise
+    tokenizer = load_tokenizer(path, "--model", masked_lm=False)
     try:
         model = AutoModelForMaskedLM.from_pretrained(path)
-        tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as e:
         raise CrossalignError(f"--model {path}: cannot load: {str(e).splitlines()[0]}") from None
     finally:

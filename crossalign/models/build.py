@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel
 
 from crossalign.config import ModelConfig
@@ -44,14 +45,17 @@ def model_languages(model: PreTrainedModel) -> list[str]:
 
 
 def _load_checkpoint(path: str) -> PreTrainedModel:
-    if not (Path(path) / "config.json").is_file():
+    local = Path(path).expanduser()
+    if not local.exists():
+        raise CrossalignError(f"model.path {path} does not exist")
+    if not (local / "config.json").is_file():
         raise CrossalignError(
             f"model.path {path} is not a save_pretrained directory (no config.json); export a "
             f"backbone with 'crossalign backbone export' or point at a run's model directory"
         )
     try:
-        return AutoModelForMaskedLM.from_pretrained(path)
-    except (OSError, ValueError) as e:
+        return AutoModelForMaskedLM.from_pretrained(str(local))
+    except (OSError, ValueError, SafetensorError) as e:
         raise CrossalignError(f"model.path {path}: cannot load: {str(e).splitlines()[0]}") from None
 
 
@@ -86,6 +90,11 @@ def build_model(
                 f"model.path {cfg.path}: vocabulary ({model.config.vocab_size}) is smaller than "
                 f"the tokenizer's ({vocab_size}); use the model's own tokenizer"
             )
+        if max_length > max_input_length(model):
+            raise CrossalignError(
+                f"data.max_length={max_length} exceeds the {max_input_length(model)} positions "
+                f"of model.path {cfg.path}; set data.max_length <= {max_input_length(model)}"
+            )
         if cfg.language_embeddings:
             known = model_languages(model)
             _set_language_rows(model, known, known + [x for x in languages if x not in known])
@@ -102,7 +111,16 @@ def build_model(
     try:
         config = AutoConfig.for_model(cfg.arch, **fields)
     except ValueError as e:
+        if "Unrecognized model identifier" in str(e):
+            raise CrossalignError(
+                f"model.arch '{cfg.arch}' is not a Hugging Face model_type; e.g. bert, roberta, "
+                "xlm-roberta, distilbert"
+            ) from None
         raise CrossalignError(f"model.arch '{cfg.arch}': {str(e).splitlines()[0]}") from None
+    except Exception as e:  # transformers' strict config dataclasses reject bad field values
+        raise CrossalignError(
+            f"model.hf_overrides {cfg.hf_overrides}: {' '.join(str(e).split())[:300]}"
+        ) from None
     config.crossalign_languages = list(languages) if cfg.language_embeddings else []
     try:
         return AutoModelForMaskedLM.from_config(config)

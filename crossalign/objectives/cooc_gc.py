@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import torch
 from transformers import PreTrainedModel
 
+from crossalign.checks import check_choice, check_flag, check_path, check_range
 from crossalign.cooc.matrix import CoocMatrix
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
@@ -147,30 +148,34 @@ class MaskedLMGlobalCooccurrence(MaskedLM):
         mask_prob: float = 0.15,
         replace_probs: tuple = (0.8, 0.1),
     ) -> None:
+        """Options (besides MLM's): ``cooc`` (the matrix directory), ``gc_weight`` λ (>= 0),
+        ``window`` n (1 to the matrix's window; default the matrix's), ``x_max`` (> 0), ``alpha``
+        (>= 0), ``neighbour`` (state: Eq. 3; output_embedding: Eq. 6), ``lookup_device`` (model
+        or cpu), ``masked_neighbours`` and ``force_no_warmup`` (true or false)."""
         super().__init__(ctx, mask_prob=mask_prob, replace_probs=replace_probs)
+        check_range(self.option_where("gc_weight"), gc_weight, 0)
+        check_range(self.option_where("x_max"), x_max, 0, low_open=True)
+        check_range(self.option_where("alpha"), alpha, 0)
+        if window is not None:
+            check_range(self.option_where("window"), window, 1, integer=True)
+        check_choice(self.option_where("neighbour"), neighbour, NEIGHBOURS)
+        check_choice(self.option_where("lookup_device"), lookup_device, ("model", "cpu"))
+        check_flag(self.option_where("masked_neighbours"), masked_neighbours)
+        check_flag(self.option_where("force_no_warmup"), force_no_warmup)
         if not cooc:
             raise CrossalignError(
                 "objective mlm_gc needs cooc: DIR, a matrix from 'crossalign cooc build "
                 "--tokenizer <the run's tokenizer> ...'"
             )
+        check_path(self.option_where("cooc"), cooc)
         self.matrix = CoocMatrix(cooc)
         self._check_tokenizer(ctx)
-        self.window = self.matrix.window if window is None else int(window)
-        if not 1 <= self.window <= self.matrix.window:
+        self.window = self.matrix.window if window is None else window
+        if self.window > self.matrix.window:
             raise CrossalignError(
                 f"objective mlm_gc: window {window} must be between 1 and the window the "
                 f"matrix {cooc} was counted with ({self.matrix.window})"
             )
-        if neighbour not in NEIGHBOURS:
-            raise CrossalignError(
-                f"objective mlm_gc: neighbour '{neighbour}' must be one of {', '.join(NEIGHBOURS)}"
-            )
-        if lookup_device not in ("model", "cpu"):
-            raise CrossalignError(
-                f"objective mlm_gc: lookup_device '{lookup_device}' must be model or cpu"
-            )
-        if x_max <= 0 or alpha < 0 or gc_weight < 0:
-            raise CrossalignError("objective mlm_gc: x_max must be > 0, alpha and gc_weight >= 0")
         self.gc_weight = gc_weight
         self.x_max = x_max
         self.alpha = alpha

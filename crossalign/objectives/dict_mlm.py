@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from crossalign.checks import check_choice, check_path, check_range
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
@@ -74,10 +75,7 @@ def random_other(
 
 def check_no_translation(value: str) -> None:
     """Raise CrossalignError unless ``value`` is one of ``NO_TRANSLATION``."""
-    if value not in NO_TRANSLATION:
-        raise CrossalignError(
-            f"dict_mlm: no_translation '{value}' is unknown; choose {' or '.join(NO_TRANSLATION)}"
-        )
+    check_choice("dict_mlm: no_translation", value, NO_TRANSLATION)
 
 
 def dict_mask(
@@ -147,6 +145,7 @@ def dictionary_token_ids(
             f"objective {objective} needs option 'dictionary': a MUSE file of token pairs, e.g. "
             f"{{name: {objective}, dictionary: data/derived/trans+inv/dictionary/train.txt}}"
         )
+    check_path(f"objective {objective}: dictionary", dictionary)
     if ctx.tokenizer is None:
         raise CrossalignError(f"objective {objective} needs the run's tokenizer")
     src, tgt, _ = token_dictionary(dictionary, ctx.tokenizer)
@@ -170,10 +169,15 @@ class DictMLM(MaskedLM):
         replace_probs: tuple = (0.8, 0.1),
         no_translation: str = "keep",
     ) -> None:
+        """Options (besides MLM's): ``dictionary`` and ``vocab`` (files), ``translate_prob`` in
+        [0, 1], ``no_translation`` (keep or bert)."""
         super().__init__(ctx, mask_prob, replace_probs)
         from crossalign.data.derive import read_vocab
 
+        check_range(self.option_where("translate_prob"), translate_prob, 0, 1)
         check_no_translation(no_translation)
+        if vocab is not None:
+            check_path(self.option_where("vocab"), vocab)
         src, tgt = dictionary_token_ids("dict_mlm", dictionary, ctx)
         self.translate_prob = translate_prob
         self.no_translation = no_translation

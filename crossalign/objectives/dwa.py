@@ -22,6 +22,7 @@ from crossalign.align.extract import plan_links
 from crossalign.align.options import OT_FILTERS, SINKHORN_ORDERS
 from crossalign.align.similarity import dot_scores, log_clamped
 from crossalign.align.sinkhorn import sinkhorn_log
+from crossalign.checks import check_choice, check_flag, check_range
 from crossalign.config import RunConfig
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
@@ -127,19 +128,26 @@ class DenoisingWordAlignment(TranslationLM):
         """Options: ``layer`` (self-labelling layer; the paper's ablation varies it),
         ``sinkhorn_iters``, ``mu``, ``sinkhorn_order`` (Eq. 6), ``ot_filter`` (``iterative``:
         Eq. 7-9; ``union``: the ablation without filtering; ``itermax``), ``filter_iters``,
-        ``alpha``, ``reduction`` of the pointer loss (``sum``: Eq. 15; ``mean``), ``tlm_weight``."""
+        ``alpha``, ``reduction`` of the pointer loss (``sum``: Eq. 15; ``mean``), ``tlm_weight``,
+        ``allow_cold_start``. Ranges: layer, sinkhorn_iters >= 0; filter_iters >= 1; alpha in
+        [0, 1]; mu > 0; tlm_weight >= 0."""
         super().__init__(ctx, mask_prob=mask_prob, replace_probs=replace_probs)
         for key, value, allowed in (
             ("sinkhorn_order", sinkhorn_order, SINKHORN_ORDERS),
             ("ot_filter", ot_filter, OT_FILTERS),
             ("reduction", reduction, DWA_REDUCTIONS),
         ):
-            if value not in allowed:
-                raise CrossalignError(
-                    f"objective dwa: {key} '{value}' is unknown; choose one of {', '.join(allowed)}"
-                )
-        if mu <= 0:
-            raise CrossalignError(f"objective dwa: mu={mu} must be > 0")
+            check_choice(self.option_where(key), value, allowed)
+        for key, value, low in (
+            ("layer", layer, 0),
+            ("sinkhorn_iters", sinkhorn_iters, 0),
+            ("filter_iters", filter_iters, 1),
+        ):
+            check_range(self.option_where(key), value, low, integer=True)
+        check_range(self.option_where("alpha"), alpha, 0, 1)
+        check_range(self.option_where("mu"), mu, 0, low_open=True)
+        check_range(self.option_where("tlm_weight"), tlm_weight, 0)
+        check_flag(self.option_where("allow_cold_start"), allow_cold_start)
         self.layer = layer
         self.sinkhorn_iters = sinkhorn_iters
         self.filter_iters = filter_iters

@@ -6,7 +6,9 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
+from crossalign.checks import check_range
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
+from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
 
 
@@ -64,6 +66,20 @@ class MaskedLM(Objective):
     def __init__(
         self, ctx: TokenContext, mask_prob: float = 0.15, replace_probs: tuple = (0.8, 0.1)
     ) -> None:
+        """Options: ``mask_prob`` in [0, 1], the share of tokens predicted; ``replace_probs``
+        [mask, random], the shares of predicted tokens that become ``<mask>`` and a random
+        token (each in [0, 1], summing to at most 1; the rest stay unchanged)."""
+        check_range(self.option_where("mask_prob"), mask_prob, 0, 1)
+        where = self.option_where("replace_probs")
+        if not isinstance(replace_probs, (list, tuple)) or len(replace_probs) != 2:
+            raise CrossalignError(
+                f"{where}={replace_probs!r} must be two probabilities [mask, random], e.g. "
+                f"[0.8, 0.1]"
+            )
+        for i, p in enumerate(replace_probs):
+            check_range(f"{where}.{i}", p, 0, 1)
+        if sum(replace_probs) > 1:
+            raise CrossalignError(f"{where}={list(replace_probs)} must sum to at most 1")
         super().__init__(ctx)
         self.mask_prob = mask_prob
         self.replace_probs = tuple(replace_probs)

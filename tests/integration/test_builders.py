@@ -6,6 +6,7 @@ Each test is skipped, naming the ``apt-get install`` to run, when its package is
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,29 @@ def libreoffice(tmp_path_factory) -> Path:
     return out
 
 
+def test_libreoffice_pairs_on_a_sample_of_pages(tmp_path):
+    """The full build below on the text/shared/01 pages only (seconds instead of a minute)."""
+    for lang in ("en-US", "de", "zh-CN"):
+        require(HELP_ROOT / lang / "text", f"libreoffice-help-{lang.lower()}")
+        pages = Path("text") / "shared" / "01"
+        shutil.copytree(HELP_ROOT / lang / pages, tmp_path / "help" / lang / pages)
+    out = tmp_path / "out"
+    build_libreoffice(out, ["de", "zh-CN"], n_valid=50, n_test=50, root=tmp_path / "help")
+    english = {}
+    for lang in ("de", "zh-CN"):
+        splits = all_pairs(out, f"en-{lang}", "en", lang)
+        assert len(splits["train"]) >= 1000 and len(splits["valid"]) >= 50
+        assert all(en != tgt for split in splits.values() for en, tgt in split)
+        english.update({(lang, s): {en for en, _ in splits[s]} for s in SPLITS})
+    train = english[("de", "train")] | english[("zh-CN", "train")]
+    for lang in ("de", "zh-CN"):
+        assert not train & (english[(lang, "valid")] | english[(lang, "test")])
+    german = dict(pair for split in all_pairs(out, "en-de", "en", "de").values() for pair in split)
+    assert german["Opens a local or remote file, or imports one."].startswith("Öffnet eine")
+    assert not any("\t" in line or "CommandCtrl" in line for line in raw_lines(out))
+
+
+@pytest.mark.slow
 def test_libreoffice_pairs(libreoffice):
     card = json.loads((libreoffice / "card.json").read_text(encoding="utf-8"))
     assert list(card["pairs"]) == ["en-de", "en-zh-CN"]

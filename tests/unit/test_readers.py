@@ -92,7 +92,7 @@ def test_read_parallel_without_pairs(tmp_path):
 
 def test_read_parallel_non_utf8(tmp_path):
     src = write(tmp_path / "s.en", "ok\n")
-    tgt = write(tmp_path / "s.es", b"\xff\xfe\n")
+    tgt = write(tmp_path / "s.es", b"caf\xe9\n")
     with pytest.raises(CrossalignError, match=r"s.es:1: not UTF-8"):
         read_parallel([src, tgt])
 
