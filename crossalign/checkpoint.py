@@ -44,8 +44,11 @@ def checkpoint_step(path: Path) -> int | None:
 
 
 def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_manifest(path: Path) -> None:
@@ -92,7 +95,8 @@ def checkpoint_problem(path: Path, verify: bool = False) -> str | None:
         int(read_state(path)["step"])
     except (OSError, ValueError, KeyError, TypeError):
         return f"{STATE} is unreadable"
-    if verify and (path / MANIFEST).exists():
+    if verify and ((path / MANIFEST).exists() or (path / CONFIG).exists()):
+        # checkpoints written with a manifest (they also hold config.yaml) must still have it
         return _manifest_problem(path)
     return None
 

@@ -81,8 +81,9 @@ def read_json(path: str | os.PathLike, fix: str) -> Any:
 
 def replace_dir(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     """Move the complete directory ``src`` onto ``dst``; an existing ``dst`` is removed only
-    after ``src`` has taken its place, so a crash leaves the old or the new one, never a mix
-    (a failed second rename puts the old one back)."""
+    after ``src`` has taken its place, so an error leaves the old or the new one, never a mix
+    (a failed second rename puts the old one back; a crash between the two renames leaves
+    the old one as ``.NAME.old`` beside it)."""
     src, dst = Path(src), Path(dst)
     if dst.exists():
         old = dst.with_name(f".{dst.name}.old")

@@ -49,7 +49,6 @@ CHANGEABLE = frozenset(
         "train.adam_eps",
         "train.warmup_steps",
         "train.max_grad_norm",
-        "train.precision",
         "train.log_every",
         "train.eval_every",
         "train.save_every",
@@ -111,10 +110,11 @@ class RunStart:
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts and lists as ``{"a.b.0.c": leaf}``."""
+    """Nested dicts and lists as ``{"a.b.0.c": leaf}``; a list of plain values (``betas``, a
+    file pair) is one leaf."""
     if isinstance(data, dict) and data:
         items = data.items()
-    elif isinstance(data, list) and data:
+    elif isinstance(data, list) and any(isinstance(x, (dict, list)) for x in data):
         items = enumerate(data)
     else:
         return {prefix: data}
@@ -155,7 +155,7 @@ def _compare_settings(config: dict, checkpoint: Path, run_dir: Path) -> list[str
             f"--resume: {'; '.join(refused)} differ from the run's settings ({saved_path}), "
             "which makes it a different run; start it in a new run_dir (changeable on resume: "
             "train.steps, train.lr and the other train.* schedule and logging keys except "
-            "seed, batch_size and objective_mix)"
+            "seed, batch_size, objective_mix and precision)"
         )
     step = int(read_state(checkpoint)["step"])
     steps = config.get("train", {}).get("steps", step)

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import yaml
 from accelerate import Accelerator
-from accelerate.utils import broadcast_object_list, set_seed
+from accelerate.utils import broadcast_object_list, gather_object, set_seed
 from torch import nn
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_linear_schedule_with_warmup
@@ -443,51 +443,69 @@ def save_checkpoint(
     """
     final = run_dir / "checkpoints" / checkpoint_name(step)
     tmp = final.with_name(f".{final.name}.tmp")
-    writing = tmp.name
-    try:
-        if accelerator.is_main_process:
+    main = accelerator.is_main_process
+
+    def start() -> None:
+        if main:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
-        accelerator.wait_for_everyone()
-        writing = "trainer/ (weights, optimizer, scheduler and RNG states)"
-        accelerator.save_state(str(tmp / "trainer"))
-        state_dict = accelerator.get_state_dict(module)
-        if accelerator.is_main_process:
+
+    def model_files() -> None:
+        state_dict = accelerator.get_state_dict(module)  # every process (FSDP gathers here)
+        if main:
             inner: ObjectiveSet = accelerator.unwrap_model(module)
             prefix = "model."
             model_state = {
                 k[len(prefix) :]: v for k, v in state_dict.items() if k.startswith(prefix)
             }
-            writing = "model.safetensors"
             inner.model.save_pretrained(tmp, state_dict=model_state)
-            writing = "the tokenizer files"
             tokenizer.save_pretrained(tmp)
+
+    def finish() -> None:
+        if main:
             state = {"step": step, "data": position, "log": log_state}
-            writing = f"{STATE}, {CONFIG}, {MANIFEST} and {MARKER}"
             (tmp / STATE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
             (tmp / CONFIG).write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
             write_manifest(tmp)
             (tmp / MARKER).write_text("", encoding="utf-8")
-            writing = f"the rename of {tmp.name} into place"
             replace_dir(tmp, final)
             prune_checkpoints(run_dir, keep)
-    except Exception as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        name = getattr(e, "filename", None)
-        if name and Path(name).is_relative_to(tmp):
-            writing = Path(name).relative_to(tmp)
-        why = getattr(e, "strerror", None) or str(e).splitlines()[0] or type(e).__name__
-        good = [p.name for p in list_checkpoints(run_dir) if p != final]
-        intact = (
-            f"the last good checkpoint {good[0]} is intact"
-            if good
-            else "no earlier checkpoint exists"
-        )
-        raise CrossalignError(
-            f"could not write checkpoint {final}: writing {writing} failed ({why}); {intact}; "
-            "free space (or fix permissions) and continue with --resume"
-        ) from None
-    accelerator.wait_for_everyone()
+
+    parts = [
+        (tmp.name, start),
+        (
+            "trainer/ (weights, optimizer, scheduler and RNG states)",
+            lambda: accelerator.save_state(str(tmp / "trainer")),
+        ),
+        ("model.safetensors and the tokenizer files", model_files),
+        (f"{STATE}, {CONFIG}, {MANIFEST}, {MARKER} and the rename into place", finish),
+    ]
+    for writing, write in parts:
+        failure = None
+        try:
+            write()
+        except Exception as e:
+            name = getattr(e, "filename", None)
+            if name and Path(name).is_relative_to(tmp):
+                writing = str(Path(name).relative_to(tmp))
+            why = getattr(e, "strerror", None) or str(e).splitlines()[0] or type(e).__name__
+            failure = f"writing {writing} failed ({why})"
+        # every process learns of a failure on any (and waits for all to finish this part)
+        failures = gather_object([failure]) if accelerator.num_processes > 1 else [failure]
+        failure = next((f for f in failures if f), None)
+        if failure:
+            if main:
+                shutil.rmtree(tmp, ignore_errors=True)
+            good = [p.name for p in list_checkpoints(run_dir) if p != final]
+            intact = (
+                f"the last good checkpoint {good[0]} is intact"
+                if good
+                else "no earlier checkpoint exists"
+            )
+            raise CrossalignError(
+                f"could not write checkpoint {final}: {failure}; {intact}; free space (or fix "
+                "permissions) and continue with --resume"
+            )
     return final
 
 
@@ -522,6 +540,10 @@ def _start_run(
             shared = [(start.resume_from, start.changed)]
         except CrossalignError as e:
             shared = [str(e)]
+        except Exception as e:  # also to the other processes, which would wait otherwise
+            if accelerator.num_processes == 1:
+                raise
+            shared = [f"{cfg.run_dir}: {type(e).__name__}: {e}"]
     if accelerator.num_processes > 1:
         broadcast_object_list(shared)
     if isinstance(shared[0], str):
@@ -562,8 +584,8 @@ def _grad_norm(accelerator: Accelerator, module: nn.Module, max_norm: float) -> 
         norm = accelerator.clip_grad_norm_(module.parameters(), max_norm)
         if norm is not None:
             return norm
-    grads = [p.grad for p in module.parameters() if p.grad is not None]
-    return torch.nn.utils.get_total_norm(grads) if grads else torch.zeros(())
+    norms = [torch.linalg.vector_norm(p.grad) for p in module.parameters() if p.grad is not None]
+    return torch.linalg.vector_norm(torch.stack(norms)) if norms else torch.zeros(())
 
 
 def _out_of_memory(
@@ -622,6 +644,13 @@ def train(cfg: RunConfig, resume: str | None = None, overwrite: bool = False) ->
     start = _start_run(accelerator, cfg, resume, overwrite)
     try:
         return _train(accelerator, cfg, start, *sizes)
+    except OSError as e:  # metrics.jsonl, config.yaml or the final model/ (a full disk)
+        good = [p for p in list_checkpoints(cfg.run_dir) if checkpoint_problem(p) is None]
+        last = f"the last good checkpoint is {good[0]}" if good else "no checkpoint was written"
+        raise CrossalignError(
+            f"{e.filename or cfg.run_dir}: {e.strerror or e}; {last}; fix it and continue "
+            "with --resume"
+        ) from None
     finally:
         if start.lock is not None:
             start.lock.release()
@@ -700,7 +729,8 @@ def _train(
     module.train()
 
     def save(step: int) -> Path:
-        if not _all_finite(module, optimizer):
+        finite = torch.tensor(float(_all_finite(module, optimizer)), device=device)
+        if accelerator.reduce(finite, "sum").item() < world:  # sharded states differ by process
             raise _divergence(run_dir, step + 1, f"weights became non-finite at step {step}", main)
         return save_checkpoint(
             accelerator,

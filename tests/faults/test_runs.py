@@ -179,6 +179,7 @@ def test_divergence_is_caught_before_the_update_and_the_named_checkpoint_resumes
         ({"train.batch_size": 4}, "train.batch_size 8 → 4"),
         ({"data.max_length": 64}, "data.max_length 32 → 64"),
         ({"model.preset": "small"}, "model.preset tiny → small"),
+        ({"train.precision": "'no'"}, "train.precision auto → no"),  # fp16 has a scaler state
     ],
 )
 def test_resume_refuses_settings_of_a_different_run(run, capsys, change, listed):
@@ -197,9 +198,13 @@ def test_resume_refuses_fewer_steps_than_done(run, capsys):
 
 def test_resume_applies_a_new_learning_rate_and_more_steps(run, capsys):
     run_dir, overrides = run
-    assert main(["train", *overrides(**{"train.lr": 0.001, "train.steps": 6}), "--resume"]) == 0
+    changes = {"train.lr": 0.001, "train.steps": 6, "train.betas": "[0.9, 0.95]"}
+    assert main(["train", *overrides(**changes), "--resume"]) == 0
     out = capsys.readouterr().out
-    assert "changed settings applied from here: train.lr 0.003 → 0.001; train.steps 4 → 6" in out
+    assert (
+        "changed settings applied from here: train.betas [0.9, 0.98] → [0.9, 0.95]; "
+        "train.lr 0.003 → 0.001; train.steps 4 → 6"
+    ) in out
     saved = (run_dir / "config.yaml").read_text()
     assert "lr: 0.001" in saved and "steps: 6" in saved
     logged = train_records(run_dir / "metrics.jsonl")
@@ -260,6 +265,7 @@ def flip_a_byte(path: Path) -> None:
         ("tokenizer.json", truncate, "tokenizer.json has"),
         ("model.safetensors", flip_a_byte, "model.safetensors does not match its checksum"),
         ("trainer_state.json", Path.unlink, "trainer_state.json is missing"),
+        ("MANIFEST.json", Path.unlink, "MANIFEST.json is unreadable"),
     ],
 )
 def test_a_damaged_checkpoint_is_skipped_naming_the_file(run, capsys, name, damage, problem):
@@ -328,6 +334,15 @@ def test_a_step_that_does_not_fit_in_memory_is_one_line(tmp_path, capsys):
     assert "lower data.max_length or train.batch_size, or raise train.grad_accum" in line
 
 
+def test_a_log_that_cannot_be_written_is_one_line(run, capsys):
+    run_dir, overrides = run
+    (run_dir / "metrics.jsonl").unlink()
+    (run_dir / "metrics.jsonl").mkdir()
+    assert main(["train", *overrides(**{"train.steps": 6}), "--resume"]) == 2
+    line = error_line(capsys)
+    assert f"{run_dir / 'metrics.jsonl'}: Is a directory; the last good checkpoint is " in line
+
+
 # ---- 9. disk full ----------------------------------------------------------------------
 
 
@@ -353,3 +368,26 @@ def test_a_full_disk_while_saving_names_the_file_and_keeps_the_last_checkpoint(r
     assert "the last good checkpoint step-00000004 is intact" in line
     assert not list((run_dir / "checkpoints").glob(".*tmp"))
     assert checkpoint_problem(run_dir / "checkpoints" / "step-00000004", verify=True) is None
+
+
+@pytest.mark.slow
+def test_a_full_disk_with_two_processes_stops_both_with_one_line(tmp_path):
+    run_dir = tmp_path / "ddp"
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    launch += ["--master_port", "29761", "-m", "crossalign", "train"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first = tiny_overrides(run_dir, **{"train.steps": 2, "train.save_every": 0})
+    assert subprocess.run([*launch, *first], env=env, capture_output=True).returncode == 0
+    more = tiny_overrides(run_dir, **{"train.steps": 4, "train.save_every": 0})
+    out = subprocess.run(
+        [*launch, *more, "--resume"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a process left waiting in a collective would hang here
+        preexec_fn=_limit_file_size,
+    )
+    lines = [x for x in out.stderr.splitlines() if x.startswith("crossalign: error: ")]
+    assert len(lines) == 2 and lines[0] == lines[1]  # both processes, the same line
+    assert "the last good checkpoint step-00000002 is intact" in lines[0]
+    assert [p.name for p in list_checkpoints(run_dir)] == ["step-00000002"]
