@@ -29,12 +29,13 @@ import torch
 from crossalign.config import ModelConfig
 from crossalign.data.batching import pack_blocks
 from crossalign.data.derive import DERIVED_LANG
+from crossalign.data.loader import derived_seed
 from crossalign.data.readers import read_text
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.align_mlm import alignment_loss, dictionary_cosines
-from crossalign.train import ObjectiveSet, _seed
+from crossalign.train import ObjectiveSet
 
 
 def main() -> None:
@@ -164,7 +165,7 @@ def main() -> None:
 
 
 def _gen(k: int) -> torch.Generator:
-    return torch.Generator().manual_seed(_seed(0, k))
+    return torch.Generator().manual_seed(derived_seed(0, k))
 
 
 if __name__ == "__main__":

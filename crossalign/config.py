@@ -17,6 +17,7 @@ import yaml
 
 from crossalign.checks import check_choice, check_range
 from crossalign.errors import CrossalignError
+from crossalign.models.presets import PRESETS
 from crossalign.registry import did_you_mean
 
 
@@ -36,8 +37,6 @@ class ModelConfig:
     """Extra Hugging Face config fields for a from-scratch model, e.g. ``num_hidden_layers``."""
 
     def __post_init__(self) -> None:
-        from crossalign.models.build import PRESETS
-
         if self.path is None:
             check_choice("model.preset", self.preset, list(PRESETS))
 

@@ -17,7 +17,6 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,16 +65,6 @@ def surface_forms(words: Counter) -> dict[str, str]:
         if key not in best or (n, w) > best[key]:
             best[key] = (n, w)
     return {k: w for k, (_, w) in best.items()}
-
-
-@dataclass
-class Phrase:
-    """A phrase of language a, its translation in language b, and their counts."""
-
-    a: tuple[str, str]
-    b: tuple[str, str]
-    x_a: float
-    x_b: float
 
 
 def translate_phrases(
