@@ -2,9 +2,10 @@
 
 The three objectives train copies of the same model (same initial weights, a from-scratch
 preset on a derived corpus's twin tokenizer) on the same packed blocks with the same masking
-seeds. A timed step is what the training loop does per objective: collate (masking), forward,
-backward, AdamW. The objectives take turns step by step, repeat after repeat, so machine noise
-hits all of them alike; the printed ratios are median step time ÷ MLM's (targets <= 1.05).
+seeds. A timed step is what the training loop does per objective: collate (masking), then
+its ``train_step`` (forward, backward, gradient norm, AdamW). The objectives take turns step
+by step, repeat after repeat, so machine noise hits all of them alike; the printed ratios are
+median step time ÷ MLM's (targets <= 1.05).
 The extra work of each (ALIGN-MLM's auxiliary term, DICT-MLM's masking) is also timed alone,
 as a bound on the ratio that machine noise does not blur.
 
@@ -25,6 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import torch
+from accelerate import Accelerator
 
 from crossalign.config import ModelConfig
 from crossalign.data.batching import pack_blocks
@@ -35,7 +37,7 @@ from crossalign.data.tokenizer import load_tokenizer
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.align_mlm import alignment_loss, dictionary_cosines
-from crossalign.train import ObjectiveSet
+from crossalign.train import ObjectiveSet, TrainState, train_step
 
 
 def main() -> None:
@@ -87,24 +89,27 @@ def main() -> None:
         "align_mlm": {"dictionary": dictionary},
         "dict_mlm": {"dictionary": dictionary, "vocab": str(derived / "vocab.json")},
     }
+    accelerator = Accelerator(cpu=True)
     runs = {}
     for name, options in specs.items():
-        module = ObjectiveSet(copy.deepcopy(base), {name: OBJECTIVES.get(name)(ctx, **options)})
+        objectives = {name: OBJECTIVES.get(name)(ctx, **options)}
+        module = ObjectiveSet(copy.deepcopy(base), objectives)
         module.train()
-        runs[name] = (module, torch.optim.AdamW(module.parameters(), lr=1e-4))
+        optimizer = torch.optim.AdamW(module.parameters(), lr=1e-4)
+        runs[name] = (
+            module,
+            TrainState(accelerator, module, optimizer, None, objectives, {name: 1.0}),
+        )
 
     def step(name: str, k: int) -> float:
-        module, optimizer = runs[name]
+        module, state = runs[name]
         lang = langs[k % 2]
         rng = np.random.default_rng(k)
         idx = rng.choice(len(blocks[lang]), args.batch_size, replace=False)
         start = time.perf_counter()
         objective = module.objectives[name]
         batch = objective.collate(RawBatch(lang, blocks=blocks[lang][idx]), _gen(k))
-        loss = module({name: batch})[name][0]
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        train_step(state, [{name: batch}], k + 1)
         return time.perf_counter() - start
 
     for k in range(3):  # warm-up

@@ -2,8 +2,9 @@
 
 Two copies of one freshly built model (same initial weights), one trained with ``mlm`` and one
 with ``mlm_gc``; every step both get the same packed blocks with the same masking, and a full
-training step (forward, loss, backward, AdamW step) is timed for each, alternating which goes
-first. Prints the median step times and their ratio (the issue's target: <= 1.10).
+training step (the loop's ``train_step``: forward, loss, backward, gradient norm, AdamW step) is
+timed for each, alternating which goes first. Prints the median step times and their ratio (the
+issue's target: <= 1.10).
 
     .venv/bin/python bench/gc_step_time.py --tokenizer runs/mlm-base/tokenizer --cooc runs/cooc-ende
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
+from accelerate import Accelerator
 
 from crossalign.config import ModelConfig
 from crossalign.data.batching import pack_blocks
@@ -27,6 +29,7 @@ from crossalign.data.readers import read_mono
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
+from crossalign.train import ObjectiveSet, TrainState, train_step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +88,14 @@ def main() -> None:
     for name, objective in objectives.items():
         objective.to(device)
         objective.start(models[name])
-    optimizers = {n: torch.optim.AdamW(m.parameters(), lr=1e-4) for n, m in models.items()}
+    accelerator = Accelerator(cpu=device.type == "cpu")
+    states = {}
+    for name, objective in objectives.items():
+        module = ObjectiveSet(models[name], {name: objective}).train()
+        optimizer = torch.optim.AdamW(module.parameters(), lr=1e-4)
+        states[name] = TrainState(
+            accelerator, module, optimizer, None, {name: objective}, {name: 1.0}
+        )
     times: dict[str, list[float]] = {n: [] for n in objectives}
     rng = np.random.default_rng(0)
     for step in range(args.warmup + args.steps):
@@ -94,16 +104,11 @@ def main() -> None:
         raw = RawBatch(lang, blocks=blocks[lang][idx])
         order = list(objectives) if step % 2 == 0 else list(objectives)[::-1]
         for name in order:
-            objective, m, opt = objectives[name], models[name], optimizers[name]
-            batch = objective.collate(raw, torch.Generator().manual_seed(step))
-            batch = {k: v.to(device) for k, v in batch.items()}
+            batch = objectives[name].collate(raw, torch.Generator().manual_seed(step))
             if device.type == "cuda":
                 torch.cuda.synchronize()
             start = time.perf_counter()
-            loss = objective.loss(batch, objective(m, batch))[0]
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            train_step(states[name], [{name: batch}], step + 1)
             if device.type == "cuda":
                 torch.cuda.synchronize()
             if step >= args.warmup:

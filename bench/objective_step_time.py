@@ -1,9 +1,10 @@
 """Training-step time of objectives on the same batches, side by side, as ratios to a baseline.
 
 Each objective is built on the same model (a ``save_pretrained`` directory) and collates the
-same examples with the same masking seed; one timed step is forward, backward and an AdamW
-step. Objectives are timed in alternation, repeat after repeat, so machine noise hits all of
-them alike; the printed ratio is the median step time of each ÷ the baseline's.
+same examples with the same masking seed; one timed step is the training loop's ``train_step``
+(forward, backward, gradient norm, finiteness check and an AdamW step). Objectives are timed in
+alternation, repeat after repeat, so machine noise hits all of them alike; the printed ratio is
+the median step time of each ÷ the baseline's.
 
     python bench/objective_step_time.py --model runs/backbone-e5-small \\
         --pairs data/libreoffice/en-de/valid.en data/libreoffice/en-de/valid.de \\
@@ -20,13 +21,14 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
+from accelerate import Accelerator
 from transformers import AutoModelForMaskedLM
 
 from crossalign.data.batching import PairArray, pack_blocks
 from crossalign.data.readers import read_parallel
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
-from crossalign.train import ObjectiveSet
+from crossalign.train import ObjectiveSet, TrainState, train_step
 
 
 def main() -> None:
@@ -59,6 +61,11 @@ def main() -> None:
         objective.start(model)
     module = ObjectiveSet(model, objectives)
     optimizer = torch.optim.AdamW(module.parameters(), lr=1e-5)
+    accelerator = Accelerator(cpu=True)
+    states = {
+        name: TrainState(accelerator, module, optimizer, None, {name: obj}, {name: 1.0})
+        for name, obj in objectives.items()
+    }
     batches = {
         name: obj.collate(raw_pairs if obj.data == "parallel" else raw_mono,
                           torch.Generator().manual_seed(0))
@@ -68,10 +75,7 @@ def main() -> None:
     for repeat in range(args.repeats + 1):  # the first round warms up and is not counted
         for name in objectives:
             start = time.perf_counter()
-            loss = module({name: batches[name]})[name][0]
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            train_step(states[name], [{name: batches[name]}], repeat + 1)
             if repeat:
                 times[name].append(time.perf_counter() - start)
     base = statistics.median(times[args.baseline])

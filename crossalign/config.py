@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from crossalign.checks import check_choice, check_range
+from crossalign.data.specials import SPECIAL_TOKENS
 from crossalign.errors import CrossalignError
 from crossalign.models.presets import PRESETS
 from crossalign.registry import did_you_mean
@@ -59,8 +60,6 @@ class TokenizerConfig:
     """Cap on sentences sampled for tokenizer training (>= 1)."""
 
     def __post_init__(self) -> None:
-        from crossalign.data.tokenizer import SPECIAL_TOKENS
-
         check_choice("tokenizer.kind", self.kind, ("unigram", "bpe"))
         check_range("tokenizer.vocab_size", self.vocab_size, len(SPECIAL_TOKENS) + 2, integer=True)
         check_range("tokenizer.alpha", self.alpha, 0, 1)

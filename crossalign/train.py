@@ -339,6 +339,105 @@ def accumulate_gradients(
     return step_loss, results_per_micro
 
 
+@dataclass
+class TrainState:
+    """What one optimizer step works on: the (prepared) module holding model and objectives,
+    its optimizer and learning-rate schedule (None: a constant rate), and the step settings."""
+
+    accelerator: Accelerator
+    module: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None
+    objectives: dict[str, Objective]
+    weights: dict[str, float]
+    mix: str = "weighted"
+    """``train.objective_mix``: ``weighted`` or ``pooled`` (see ``accumulate_gradients``)."""
+    max_grad_norm: float = 0.0
+    """``train.max_grad_norm``: clip the gradient to this global norm (0: no clipping)."""
+
+    @classmethod
+    def of_run(
+        cls,
+        accelerator: Accelerator,
+        module: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: torch.optim.lr_scheduler.LRScheduler | None,
+        setup: Setup,
+        cfg: RunConfig,
+    ) -> TrainState:
+        """The state of a run built by ``build_setup`` with the step settings of ``cfg``."""
+        return cls(
+            accelerator,
+            module,
+            optimizer,
+            scheduler,
+            setup.objectives,
+            setup.weights,
+            cfg.train.objective_mix,
+            cfg.train.max_grad_norm,
+        )
+
+
+@dataclass
+class StepOutcome:
+    """One optimizer step: this process's part of the step loss, the global gradient norm
+    (before clipping), each micro-batch's (loss, n, metrics) per objective and the tokens
+    (attention-mask positions) of this process's micro-batches. ``problem`` is empty when the
+    step was taken; else it tells what became non-finite and the update was not made."""
+
+    loss: torch.Tensor
+    grad_norm: torch.Tensor
+    results: list[dict]
+    tokens: int
+    problem: str = ""
+
+    @property
+    def finite(self) -> bool:
+        """Whether the loss (and, without fp16 scaling, the gradient norm) was finite on every
+        process, so that the update was made."""
+        return not self.problem
+
+
+def train_step(
+    ts: TrainState, micro: list[dict[str, dict[str, torch.Tensor]]], step: int
+) -> StepOutcome:
+    """Optimizer step number ``step`` (counted from 1) on this process's collated
+    micro-batches ``micro``: every objective's ``step_begins``, then forward and backward
+    (``accumulate_gradients``), the gradient norm (clipped to ``max_grad_norm``), a check
+    gathered over processes that the loss and gradient norm are finite, then the AdamW and
+    schedule steps. The only place an optimizer step happens.
+
+    With fp16 the gradient scaler skips overflowing steps itself, so only the loss is checked
+    there. A non-finite step is not taken: the outcome's ``problem`` says why and the caller
+    decides (the training loop stops with its checkpoint advice)."""
+    accelerator, module = ts.accelerator, ts.module
+    model = accelerator.unwrap_model(module).model
+    for objective in ts.objectives.values():
+        objective.step_begins(model, step)
+    tokens = sum(int(b["attention_mask"].sum()) for batches in micro for b in batches.values())
+    step_loss, results = accumulate_gradients(
+        accelerator, module, micro, ts.objectives, ts.weights, ts.mix
+    )
+    grad_norm = _grad_norm(accelerator, module, ts.max_grad_norm)
+    check_norm = accelerator.scaler is None
+    checks = torch.stack(
+        [step_loss.float(), grad_norm.float() if check_norm else step_loss.float()]
+    )
+    checks = accelerator.gather(checks[None].to(accelerator.device))  # [processes, 2]
+    outcome = StepOutcome(step_loss, grad_norm, results, tokens)
+    if not bool(torch.isfinite(checks).all()):
+        loss, norm = (float(x) for x in checks[~torch.isfinite(checks).all(1)][0])
+        outcome.problem = f"loss became {loss} at step {step}"
+        if check_norm:
+            outcome.problem += f" (gradient norm {norm})"
+        return outcome
+    ts.optimizer.step()
+    if ts.scheduler is not None:
+        ts.scheduler.step()
+    ts.optimizer.zero_grad(set_to_none=True)
+    return outcome
+
+
 def evaluate(
     accelerator: Accelerator,
     module: nn.Module,
@@ -397,7 +496,7 @@ def _precision(requested: str) -> str:
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
-def _optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
+def build_optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
     """AdamW; no weight decay on biases and normalisation weights."""
     decay, no_decay = [], []
     for name, param in module.named_parameters():
@@ -674,7 +773,7 @@ def _train(
     set_seed(tc.seed)
     setup = build_setup(cfg, resume_from, accelerator)
     module = ObjectiveSet(setup.model, setup.objectives)
-    optimizer = _optimizer(module, cfg)
+    optimizer = build_optimizer(module, cfg)
     scheduler = get_linear_schedule_with_warmup(optimizer, tc.warmup_steps, tc.steps)
     module, optimizer = accelerator.prepare(module, optimizer)
     accelerator.register_for_checkpointing(scheduler)
@@ -744,9 +843,7 @@ def _train(
             keep=tc.keep_checkpoints,
         )
 
-    # Non-finite values are caught before the optimizer step; with fp16 the gradient scaler
-    # skips overflowing steps itself, so only the loss is checked there.
-    check_norm = accelerator.scaler is None
+    trainer = TrainState.of_run(accelerator, module, optimizer, scheduler, setup, cfg)
     collator = StepCollator(setup.objectives, examples, tc.seed, rank, tc.grad_accum, per_objective)
     plan = StepPlan(samplers, step, tc.steps, batch_sizes, streams, position)
     loader = step_loader(collator, plan, cfg.data.num_workers)
@@ -760,36 +857,15 @@ def _train(
 
             for item in loader:
                 micro = [finish_collation(setup.objectives, c) for c in item.micro]
-                tokens_seen += sum(
-                    int(b["attention_mask"].sum()) for batches in micro for b in batches.values()
-                )
                 try:
-                    step_loss, results = accumulate_gradients(
-                        accelerator,
-                        module,
-                        micro,
-                        setup.objectives,
-                        setup.weights,
-                        tc.objective_mix,
-                    )
+                    outcome = train_step(trainer, micro, step + 1)
                 except (torch.OutOfMemoryError, RuntimeError) as e:
                     raise _out_of_memory(e, cfg, per_objective, step + 1) from None
-                grad_norm = _grad_norm(accelerator, module, tc.max_grad_norm)
-                checks = torch.stack(
-                    [step_loss.float(), grad_norm.float() if check_norm else step_loss.float()]
-                )
-                checks = accelerator.gather(checks[None].to(device))  # [processes, 2]
-                if not bool(torch.isfinite(checks).all()):
-                    loss, norm = (float(x) for x in checks[~torch.isfinite(checks).all(1)][0])
-                    what = f"loss became {loss} at step {step + 1}"
-                    if check_norm:
-                        what += f" (gradient norm {norm})"
-                    raise _divergence(run_dir, step, what, main)
-                for micro_results in results:
+                if not outcome.finite:
+                    raise _divergence(run_dir, step, outcome.problem, main)
+                tokens_seen += outcome.tokens
+                for micro_results in outcome.results:
                     stats.add(micro_results, 1.0 / tc.grad_accum)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
                 step += 1
                 position = item.position
                 stats.steps += 1

@@ -12,15 +12,19 @@ from pathlib import Path
 import torch
 from torch import nn
 from tqdm import tqdm
-from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
-from transformers.utils import logging as hf_logging
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from crossalign.align.extract import subword_links
 from crossalign.align.options import AlignConfig
 from crossalign.align.words import Pieces, link_lists, to_pieces, word_links
-from crossalign.data.tokenizer import load_tokenizer
 from crossalign.errors import CrossalignError
-from crossalign.models.build import model_languages, position_offset
+from crossalign.models.load import (
+    input_limit,
+    language_type_id,
+    load_model_and_tokenizer,
+    model_languages,
+    position_offset,
+)
 
 Links = list[tuple[int, int]]
 
@@ -108,11 +112,10 @@ class WordAligner:
             raise CrossalignError("the tokenizer needs cls (or bos), sep (or eos) and pad tokens")
         self.pad_id = tokenizer.pad_token_id
         self.offset = position_offset(model)
-        self.max_pieces = model.config.max_position_embeddings - self.offset - 2
-        known = model_languages(model)
+        self.max_pieces = input_limit(model, specials=2)
         self.type_ids = (
-            tuple(known.index(x) if x in known else 0 for x in languages)
-            if known and languages
+            tuple(language_type_id(model, x) for x in languages)
+            if languages and model_languages(model)
             else None
         )
         self.truncated = 0
@@ -288,28 +291,11 @@ def load_aligner(
     all are. ``languages`` (source, target) picks the language embeddings of a model trained
     with them. ``device`` defaults to CUDA when available.
     """
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise CrossalignError(
-            f"model {path} is not a save_pretrained directory (no config.json); export a "
-            f"backbone with 'crossalign backbone export' or point at a run's model directory"
-        )
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    tokenizer = load_tokenizer(path, "model", masked_lm=False)
-    try:
-        model = AutoModel.from_pretrained(str(path))
-    except (OSError, ValueError) as e:
-        raise CrossalignError(f"model {path}: cannot load: {str(e).splitlines()[0]}") from None
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        hf_logging.enable_progress_bar()
-    encoder = getattr(model, "encoder", None)
-    if layers is not None and isinstance(getattr(encoder, "layer", None), nn.ModuleList):
+    # HF reports hidden states (the embeddings' too) through its layers: keep at least one
+    keep = max([1, *layers]) if layers is not None else None
+    model, tokenizer = load_model_and_tokenizer(
+        path, head="encoder", device=device, keep_layers=keep, key="model"
+    )
+    if layers is not None:  # load_model rejected a layer beyond the model's last
         check_layers(layers, model.config.num_hidden_layers, str(path))
-        keep = max(1, *layers)  # HF reports hidden states (embeddings too) through its layers
-        encoder.layer = encoder.layer[:keep]
-        model.config.num_hidden_layers = keep
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    return WordAligner(model.to(device), tokenizer, cfg, languages)
+    return WordAligner(model, tokenizer, cfg, languages)

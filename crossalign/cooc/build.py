@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crossalign.data.readers import clean_line, decode_line, open_text
+from crossalign.data.lines import clean_line, decode_line, open_text
 from crossalign.errors import CrossalignError
 
 CHUNK_BYTES = 4 << 20

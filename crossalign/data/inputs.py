@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from crossalign.data.readers import DATA_FILE_BUILDERS, decode_line, open_text
+from crossalign.data.lines import DATA_FILE_BUILDERS, decode_line, open_text
 from crossalign.errors import CrossalignError
 
 BLOCK = 1 << 24

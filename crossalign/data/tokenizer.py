@@ -20,9 +20,9 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from crossalign.config import TokenizerConfig
 from crossalign.data.sampling import sample_by_language
+from crossalign.data.specials import SPECIAL_TOKENS  # also imported from here
 from crossalign.errors import CrossalignError
 
-SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 # what save_pretrained writes for a fast or slow tokenizer (tokenizer.json, a WordPiece or BPE
 # vocab, a SentencePiece model); a directory without any is not a tokenizer
 TOKENIZER_FILES = ("tokenizer.json", "vocab.*", "*.model", "*.spm")

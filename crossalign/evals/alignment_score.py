@@ -75,13 +75,12 @@ def evaluate_alignment(
     """``alignment_nn`` and ``alignment_csls`` of a saved model (its input embeddings) on a
     MUSE dictionary of token pieces, with the language vocabularies of ``vocab.json``; plus
     ``pairs``, the number of dictionary pairs scored."""
-    from transformers import AutoModelForMaskedLM
-
     from crossalign.data.derive import read_vocab, token_dictionary
-    from crossalign.data.tokenizer import load_tokenizer
+    from crossalign.models.load import load_model_and_tokenizer
 
-    tokenizer = load_tokenizer(model_dir)
-    model = AutoModelForMaskedLM.from_pretrained(str(model_dir))
+    model, tokenizer = load_model_and_tokenizer(
+        model_dir, masked_lm=True, device="cpu", key="model"
+    )
     vocabs = read_vocab(vocab, tokenizer)
     for lang in (src_lang, tgt_lang):
         if lang not in vocabs:
@@ -138,9 +137,8 @@ def evaluate_counterpart_alignment(
     """``alignment`` (the paper's score, ``counterpart_alignment``) of a saved model on the
     token mapping of the derived corpus ``derived_dir``; plus ``alignment_tokens``, the number
     of source tokens scored."""
-    from transformers import AutoModelForMaskedLM
-
     from crossalign.data.derive import Derivation
+    from crossalign.models.load import load_model
 
     transliterator = Derivation.load(derived_dir).transliterator
     if transliterator is None:
@@ -148,7 +146,7 @@ def evaluate_counterpart_alignment(
             f"{derived_dir} was derived without trans: no token mapping to score; the "
             f"alignment score needs a transliterated language"
         )
-    model = AutoModelForMaskedLM.from_pretrained(str(model_dir))
+    model = load_model(model_dir, device="cpu", key="model")
     emb = model.get_input_embeddings().weight
     if emb.shape[0] < len(transliterator.tokenizer):
         raise CrossalignError(

@@ -10,8 +10,8 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from crossalign.lexicon.csls import nn_topk
-from crossalign.lexicon.embed import encode_batches, hidden_states, language_type_id
-from crossalign.models.build import max_input_length
+from crossalign.lexicon.embed import encode_batches, hidden_states
+from crossalign.models.load import input_limit, language_type_id
 
 HIGHER_IS_BETTER = {"acc_src_tgt": True, "acc_tgt_src": True}
 
@@ -35,7 +35,7 @@ def sentence_embeddings(
         raise ValueError(f"layer {layer} does not exist: the model has 0..{n_layers}")
     out = torch.zeros(len(texts), model.config.hidden_size)
     type_id = language_type_id(model, lang)
-    max_length = min(max_length, max_input_length(model))
+    max_length = input_limit(model, max_length)
     for idx, enc in encode_batches(tokenizer, texts, max_length, batch_size):
         states = hidden_states(model, enc, type_id)[layer].float().cpu()
         mask = enc["attention_mask"][..., None].float()

@@ -27,7 +27,6 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.errors import CrossalignError
 from crossalign.evals.finetune_config import FinetuneConfig
 from crossalign.registry import Registry
 
@@ -129,33 +128,6 @@ def _batches(
     return out
 
 
-def max_tokens(model_dir: str | Path) -> int:
-    """Longest input the model's position table takes (RoBERTa-style tables reserve the rows
-    up to the padding index)."""
-    from transformers import AutoConfig
-
-    config = AutoConfig.from_pretrained(str(model_dir))
-    reserved = config.pad_token_id + 1 if "roberta" in config.model_type else 0
-    return config.max_position_embeddings - reserved
-
-
-def language_id(model_dir: str | Path, lang: str) -> int:
-    """The model's language-embedding id of ``lang`` (0 without language embeddings)."""
-    from transformers import AutoConfig
-
-    languages = list(
-        getattr(AutoConfig.from_pretrained(str(model_dir)), "crossalign_languages", [])
-    )
-    if not languages:
-        return 0
-    if lang not in languages:
-        raise CrossalignError(
-            f"model {model_dir} has no language embedding for '{lang}'; it has "
-            f"{', '.join(languages)}"
-        )
-    return languages.index(lang)
-
-
 def finetune(
     model_dir: str | Path,
     train: list[tuple[list[int], list[int]]],
@@ -167,18 +139,14 @@ def finetune(
 ):
     """A token-classification model fine-tuned from ``model_dir`` (encoder) on encoded
     sentences: AdamW, linear warm-up and decay, cross-entropy at first subwords."""
-    from transformers import AutoModelForTokenClassification, get_linear_schedule_with_warmup
-    from transformers.utils import logging
+    from transformers import get_linear_schedule_with_warmup
+
+    from crossalign.models.load import load_model
 
     torch.manual_seed(cfg.seed)
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()  # the new classifier's "newly initialized" warning
-    try:
-        model = AutoModelForTokenClassification.from_pretrained(
-            str(model_dir), num_labels=num_labels
-        )
-    finally:
-        logging.set_verbosity(verbosity)
+    model = load_model(
+        model_dir, head="token_classification", device="cpu", num_labels=num_labels, key="model"
+    )
     order = list(range(len(train)))
     steps = cfg.epochs * math.ceil(len(train) / cfg.batch_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -256,8 +224,11 @@ def evaluate_transfer(
     """SUP, ZS and Δ = SUP − ZS (accuracy in %) of ``model_dir`` on ``task`` between English
     and the derived language of ``derived_dir``; also ``en``, the English test accuracy of the
     English-fine-tuned model, the same four as macro-F1 (``*_f1``), and the sentence counts."""
+    from transformers import AutoConfig
+
     from crossalign.data.derive import DERIVED_LANG, Derivation
     from crossalign.data.tokenizer import load_tokenizer
+    from crossalign.models.load import input_limit, language_type_id
 
     cfg = cfg or FinetuneConfig()
     spec = TASKS.get(task)
@@ -271,7 +242,8 @@ def evaluate_transfer(
         derived[name] = list(zip(words, labels))
     tokenizer = load_tokenizer(model_dir)
     label_ids = {label: i for i, label in enumerate(spec.labels)}
-    limit = min(cfg.max_length, max_tokens(model_dir))
+    config = AutoConfig.from_pretrained(str(model_dir))
+    limit = input_limit(config, cfg.max_length)
     enc = {
         (lang, name): encode_tagged(tokenizer, data, label_ids, limit)
         for lang, split in (("en", {"train": train, "test": test}), (DERIVED_LANG, derived))
@@ -285,7 +257,7 @@ def evaluate_transfer(
         ]
         for lang in ("en", DERIVED_LANG):
             enc[lang, name] = [enc[lang, name][i] for i in keep]
-    ids = {lang: language_id(model_dir, lang) for lang in ("en", DERIVED_LANG)}
+    ids = {lang: language_type_id(config, lang) for lang in ("en", DERIVED_LANG)}
     pad = tokenizer.pad_token_id
     n = len(spec.labels)
     english = finetune(model_dir, enc["en", "train"], n, ids["en"], pad, cfg, "fine-tune en")

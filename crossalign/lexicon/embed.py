@@ -30,7 +30,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.vocab import token_counts
-from crossalign.models.build import max_input_length
+from crossalign.models.load import input_limit, language_type_id, load_model_and_tokenizer
 
 WORD_MODES = ("whole", "mean")
 
@@ -57,12 +57,6 @@ def embedding_layer(model: PreTrainedModel) -> TokenVectors:
     """The input embedding table as vectors of every token id (layer 0)."""
     weight = model.get_input_embeddings().weight.detach().float()
     return TokenVectors(weight, torch.arange(weight.shape[0], device=weight.device))
-
-
-def language_type_id(model: PreTrainedModel, lang: str | None) -> int:
-    """The token-type (language embedding) id of ``lang`` in a crossalign model, else 0."""
-    languages = list(getattr(model.config, "crossalign_languages", []) or [])
-    return languages.index(lang) if lang in languages else 0
 
 
 def encode_batches(
@@ -164,7 +158,7 @@ def contextual_token_vectors(
     sums = torch.zeros(len(layers), n_wanted, model.config.hidden_size, device=device)
     counts = torch.zeros(n_wanted, device=device)
     type_id = language_type_id(model, lang)
-    max_length = min(max_length, max_input_length(model))
+    max_length = input_limit(model, max_length)
     batches = encode_batches(tokenizer, texts, max_length, batch_size)
     total = (len(texts) + batch_size - 1) // batch_size
     for _, enc in tqdm(batches, total=total, desc="hidden states", disable=not progress):
@@ -264,25 +258,4 @@ def load_masked_lm(
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """A ``save_pretrained`` masked-LM directory and its tokenizer, in eval mode on
     ``device``; a directory that is not one is a one-line CrossalignError."""
-    from pathlib import Path
-
-    from transformers import AutoModelForMaskedLM
-    from transformers.utils import logging
-
-    from crossalign.data.tokenizer import load_tokenizer
-
-    if not (Path(path) / "config.json").is_file():
-        raise CrossalignError(
-            f"--model {path} is not a save_pretrained directory (no config.json); give a run's "
-            f"model/ or an exported backbone (crossalign backbone export e5-small DIR)"
-        )
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()  # an exported backbone's unused pooler is reported otherwise
-    tokenizer = load_tokenizer(path, "--model", masked_lm=False)
-    try:
-        model = AutoModelForMaskedLM.from_pretrained(path)
-    except (OSError, ValueError) as e:
-        raise CrossalignError(f"--model {path}: cannot load: {str(e).splitlines()[0]}") from None
-    finally:
-        logging.set_verbosity(verbosity)
-    return model.to(device).eval(), tokenizer
+    return load_model_and_tokenizer(path, head="masked_lm", device=device, key="--model")

@@ -7,47 +7,23 @@ model config as ``crossalign_languages`` so a saved model keeps its language ids
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
-from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel
 
 from crossalign.config import ModelConfig
 from crossalign.errors import CrossalignError
+from crossalign.models.load import (
+    input_limit,
+    load_model,
+    model_languages,
+    position_offset,
+)
 from crossalign.models.presets import PRESETS
 
 
-def position_offset(model: PreTrainedModel) -> int:
-    """First position id of a sequence: 0 for BERT, ``pad_token_id + 1`` for RoBERTa-style
-    models, whose position table reserves the rows up to the padding index."""
-    emb = model.base_model.embeddings
-    return emb.padding_idx + 1 if getattr(emb, "padding_idx", None) is not None else 0
-
-
-def max_input_length(model: PreTrainedModel) -> int:
-    """Longest input (specials included) the model's position table can encode."""
-    return model.config.max_position_embeddings - position_offset(model)
-
-
-def model_languages(model: PreTrainedModel) -> list[str]:
-    """The languages whose ids the model's language embeddings use ([] without them)."""
-    return list(getattr(model.config, "crossalign_languages", []) or [])
-
-
 def _load_checkpoint(path: str) -> PreTrainedModel:
-    local = Path(path).expanduser()
-    if not local.exists():
-        raise CrossalignError(f"model.path {path} does not exist")
-    if not (local / "config.json").is_file():
-        raise CrossalignError(
-            f"model.path {path} is not a save_pretrained directory (no config.json); export a "
-            f"backbone with 'crossalign backbone export' or point at a run's model directory"
-        )
-    try:
-        return AutoModelForMaskedLM.from_pretrained(str(local))
-    except (OSError, ValueError, SafetensorError) as e:
-        raise CrossalignError(f"model.path {path}: cannot load: {str(e).splitlines()[0]}") from None
+    """The masked-LM of ``model.path`` on the CPU (training moves it)."""
+    return load_model(path, head="masked_lm", device="cpu", key="model.path")
 
 
 def _set_language_rows(model: PreTrainedModel, known: list[str], languages: list[str]) -> None:
@@ -81,21 +57,21 @@ def build_model(
                 f"model.path {cfg.path}: vocabulary ({model.config.vocab_size}) is smaller than "
                 f"the tokenizer's ({vocab_size}); use the model's own tokenizer"
             )
-        if max_length > max_input_length(model):
+        limit = input_limit(model)
+        if max_length > limit:
             raise CrossalignError(
-                f"data.max_length={max_length} exceeds the {max_input_length(model)} positions "
-                f"of model.path {cfg.path}; set data.max_length <= {max_input_length(model)}"
+                f"data.max_length={max_length} exceeds the {limit} positions "
+                f"of model.path {cfg.path}; set data.max_length <= {limit}"
             )
         if cfg.language_embeddings:
             known = model_languages(model)
             _set_language_rows(model, known, known + [x for x in languages if x not in known])
         return model
-    offset = pad_token_id + 1 if cfg.arch in ("roberta", "xlm-roberta", "camembert") else 0
     fields = dict(PRESETS[cfg.preset])
     fields.update(
         vocab_size=vocab_size,
         pad_token_id=pad_token_id,
-        max_position_embeddings=max_length + offset,
+        max_position_embeddings=max_length,
         type_vocab_size=max(1, len(languages)) if cfg.language_embeddings else 1,
     )
     fields.update(cfg.hf_overrides)
@@ -114,6 +90,8 @@ def build_model(
         ) from None
     config.crossalign_languages = list(languages) if cfg.language_embeddings else []
     try:
+        if "max_position_embeddings" not in cfg.hf_overrides:  # room for the position offset
+            config.max_position_embeddings = max_length + position_offset(config)
         return AutoModelForMaskedLM.from_config(config)
     except ValueError as e:
         raise CrossalignError(

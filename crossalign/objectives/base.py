@@ -10,9 +10,11 @@ An objective is an ``nn.Module`` (so its own heads train and checkpoint with the
 Every metric is logged as ``<objective>/<key>``; an objective whose loss adds an auxiliary
 term to a masked-LM loss reports the masked-LM part as ``lm_loss``, and only that part enters
 perplexity. Two optional hooks run once before training: ``check_config(cfg)`` refuses run
-settings the method cannot train with, ``start(model, data)`` prepares state from the
-starting model and the tokenized training data (e.g. a dictionary induced from its
-embeddings, language-specific vocabularies counted on the data).
+settings the method cannot train with (and changes nothing), ``start(model, data)`` prepares
+state from the starting model and the tokenized training data (e.g. a dictionary induced from
+its embeddings, language-specific vocabularies counted on the data). A third,
+``step_begins(model, step)``, runs before every optimizer step and is the only place state
+changes during training; ``collate`` and ``forward`` change none.
 """
 
 from __future__ import annotations
@@ -53,8 +55,11 @@ class TokenContext:
     """The run's tokenizer, for objectives that map words (e.g. dictionaries) to ids."""
 
     def language_id(self, lang: str) -> int:
-        """Token-type id of ``lang`` (0 without language embeddings)."""
-        return self.languages.index(lang) if self.languages else 0
+        """Token-type id of ``lang`` (0 without language embeddings; an unknown language is a
+        CrossalignError naming the model's languages)."""
+        from crossalign.models.load import language_index
+
+        return language_index(self.languages, lang)
 
     @classmethod
     def for_model(
@@ -65,7 +70,7 @@ class TokenContext:
         language_embeddings: bool = True,
     ) -> TokenContext:
         """The context of a tokenizer and model (language ids from the model's config)."""
-        from crossalign.models.build import model_languages, position_offset
+        from crossalign.models.load import model_languages, position_offset
 
         return cls(
             pad_id=tokenizer.pad_token_id,
@@ -123,6 +128,12 @@ class Objective(nn.Module):
     def start(self, model: PreTrainedModel, data: TrainingData | None = None) -> None:
         """Prepare state from the starting model and the run's tokenized training ``data``
         (None outside a training run), once, before the first step."""
+
+    def step_begins(self, model: PreTrainedModel, step: int) -> None:
+        """Update state that follows the model during training, before optimizer step
+        ``step`` (counted from 1): after that step's batches are collated and before its first
+        forward pass. The one place where training changes an objective's state; every
+        process calls it, in the same order."""
 
     def collate_in_workers(self) -> bool:
         """Whether ``collate`` may run in DataLoader worker processes: true unless it reads

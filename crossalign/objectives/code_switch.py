@@ -18,7 +18,7 @@ eligible (``switch_frac`` reports the fraction).
 - ``tcs_mlm`` (token code-switching): a switched token becomes its translation in a dictionary
   induced from the starting model (CSLS between the two languages' language-specific
   vocabularies, from the embedding layer or a layer's context-averaged hidden states),
-  re-induced from the current model every ``refresh_every`` optimizer steps.
+  re-induced from the current model before every ``refresh_every``-th optimizer step.
 - ``scs_mlm`` (semantic code-switching): from the original pass, the output distribution at a
   switched position gives x̂ = Σ p_i e(t_i) over its top-k tokens (probabilities renormalised
   over the k); CSLS of x̂ against the partner's language-specific vocabulary gives the top-k
@@ -49,7 +49,6 @@ from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, encode, masked_lm_logits, masked_lm_loss
 
 if TYPE_CHECKING:
-    from crossalign.config import RunConfig
     from crossalign.data.prepare import TrainingData
     from crossalign.data.store import MonoText
 
@@ -111,18 +110,15 @@ class CodeSwitchMLM(MaskedLM):
         self.csls_k = csls_k
         self.refresh_every = refresh_every
         self.max_sentences = max_sentences
-        self.grad_accum = 1
         self.counts: dict[str, np.ndarray] = {}
         """Per language, how often each token id occurs (vocabularies are counted on these)."""
         self.sentences: dict[str, Callable[[slice], list]] = {}
         """Per language, its first sentences (text or id arrays) for contextual vectors."""
         self.languages: list[str] = []
+        # the number of the last optimizer step begun (saved with checkpoints; before
+        # step_begins it counted training micro-batches, the same number with grad_accum 1)
         self.register_buffer("calls", torch.zeros((), dtype=torch.long))
         self.register_buffer("specific", torch.zeros(0, 0, ctx.vocab_size, dtype=torch.bool), False)
-
-    def check_config(self, cfg: RunConfig) -> None:
-        """Remember the accumulation steps (dictionary refreshes count optimizer steps)."""
-        self.grad_accum = cfg.train.grad_accum
 
     def set_texts(self, texts: dict[str, list[str]]) -> None:
         """Count vocabularies on in-memory monolingual text (the first ``max_sentences``
@@ -178,13 +174,11 @@ class CodeSwitchMLM(MaskedLM):
         """Recompute the state that depends on the model's embeddings."""
         raise NotImplementedError
 
-    def _maybe_refresh(self, model: PreTrainedModel) -> None:
-        """Count training micro-batches; refresh every ``refresh_every`` optimizer steps."""
-        if not self.training:
-            return
-        self.calls += 1
-        period = self.refresh_every * self.grad_accum
-        if period and int(self.calls) % period == 0:
+    def step_begins(self, model: PreTrainedModel, step: int) -> None:
+        """Refresh before every ``refresh_every``-th optimizer step, so that all micro-batches
+        of a step see the same state; ``calls`` records ``step``."""
+        self.calls.fill_(step)
+        if self.refresh_every and step % self.refresh_every == 0:
             self.refresh(model)
 
     def _index(self, lang: str) -> int:
@@ -314,7 +308,6 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
     def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """One encoder pass over the original and code-switched inputs stacked as [2B, L];
         logits [2N, V] at the predicted positions (original rows first)."""
-        self._maybe_refresh(model)
         both = {
             "input_ids": torch.cat([batch["input_ids"], batch["cs_input_ids"]]),
             "attention_mask": batch["attention_mask"].repeat(2, 1),
@@ -426,7 +419,6 @@ class SemanticCodeSwitchMLM(CodeSwitchMLM):
         """The original pass (with gradients) gives, detached, the output distribution at
         switched positions; a second pass runs on ``inputs_embeds`` with ŷ at those positions.
         Returns logits [2N, V] at the predicted positions of both passes."""
-        self._maybe_refresh(model)
         selected = batch["labels"] != IGNORE_INDEX
         switch = batch["switch"]
         ids = batch["input_ids"]

@@ -126,7 +126,7 @@ def test_permission_error_is_one_line(tmp_path, monkeypatch):
     def refuse(file, mode="r", *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(file))
 
-    monkeypatch.setattr("crossalign.data.readers.open", refuse, raising=False)
+    monkeypatch.setattr("crossalign.data.lines.open", refuse, raising=False)
     for reader in (read_text, _stored):
         with pytest.raises(CrossalignError, match=r"secret\.txt: permission denied; make"):
             reader(path)

@@ -222,9 +222,12 @@ def test_refresh_follows_the_model(setup):
         with torch.no_grad():  # Spanish token i becomes a copy of English token i
             weight[tgt[:m]] = weight[src[:m]]
         batch = tcs.collate(RawBatch("en", blocks=blocks(tok, texts["en"])), torch.Generator())
-        tcs(model, batch)
+        tcs(model, batch)  # forward changes no state
+        assert torch.equal(tcs.translations, before) and int(tcs.calls) == 0
+        tcs.step_begins(model, 1)
         assert torch.equal(tcs.translations, before) and int(tcs.calls) == 1
         tcs(model, batch)
+        tcs.step_begins(model, 2)
         assert int(tcs.calls) == 2
         assert not torch.equal(tcs.translations, before)
         assert torch.equal(tcs.translations[0, 1][src[:m]], tgt[:m])

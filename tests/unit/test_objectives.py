@@ -4,7 +4,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
 
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.models.build import position_offset
+from crossalign.models.load import position_offset
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import add_masked_index
 from crossalign.objectives.tlm import truncate_pair
