@@ -14,8 +14,8 @@ from torch import nn
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from crossalign.align.config import AlignConfig
 from crossalign.align.extract import subword_links
-from crossalign.align.options import AlignConfig
 from crossalign.align.words import Pieces, link_lists, to_pieces, word_links
 from crossalign.errors import CrossalignError
 from crossalign.models.load import (

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from crossalign.errors import CrossalignError
 
 if TYPE_CHECKING:
-    from crossalign.align.options import AlignConfig
+    from crossalign.align.config import AlignConfig
 
 
 def add_aligner_arguments(p: argparse.ArgumentParser) -> None:
     """The options shared by ``align`` and ``eval aer --model``: model, method and constants."""
-    from crossalign.align.options import (
+    from crossalign.align.config import (
         METHODS,
         OT_FILTERS,
         SINKHORN_ORDERS,
@@ -95,7 +95,7 @@ def add_aligner_arguments(p: argparse.ArgumentParser) -> None:
 
 def aligner_config(args: argparse.Namespace) -> AlignConfig:
     """The ``AlignConfig`` of parsed ``add_aligner_arguments`` options."""
-    from crossalign.align.options import AlignConfig
+    from crossalign.align.config import AlignConfig
 
     return AlignConfig(
         method=args.method,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from crossalign.align.options import METHODS, OT_FILTERS
+from crossalign.align.config import METHODS, OT_FILTERS
 from crossalign.align.similarity import cosine_scores, dot_scores, log_clamped
 from crossalign.align.sinkhorn import sinkhorn_log
 

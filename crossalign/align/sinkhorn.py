@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from crossalign.align.options import SINKHORN_ORDERS
+from crossalign.align.config import SINKHORN_ORDERS
 
 
 def sinkhorn_log(

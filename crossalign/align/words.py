@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedTokenizerBase
 
-from crossalign.align.options import SUBWORD_MODES
+from crossalign.align.config import SUBWORD_MODES
 from crossalign.errors import CrossalignError
 
 

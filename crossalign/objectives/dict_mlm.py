@@ -20,7 +20,7 @@ import torch
 from crossalign.checks import check_choice, check_path, check_range
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
-from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
+from crossalign.objectives.base import OBJECTIVES, TokenContext
 from crossalign.objectives.mlm import MaskedLM
 
 NO_TRANSLATION = ("keep", "bert")
@@ -194,7 +194,6 @@ class DictMLM(MaskedLM):
         else:
             ids = self.random_ids.clone()
             self.language_ids[""] = (ids, id_positions(ids, ctx.vocab_size))
-        self.language: str | None = None
 
     def start(self, model, data=None) -> None:
         """Every training language must have a vocabulary in ``vocab`` (when given)."""
@@ -208,10 +207,10 @@ class DictMLM(MaskedLM):
                 )
 
     def mask(
-        self, input_ids: torch.Tensor, generator: torch.Generator
+        self, input_ids: torch.Tensor, generator: torch.Generator, language: str | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """DICT-MLM masking of every non-special token of a block in ``self.language``."""
-        key = "" if "" in self.language_ids else self.language
+        """DICT-MLM masking of every non-special token of a block in ``language``."""
+        key = "" if "" in self.language_ids else language
         random_ids, positions = self.language_ids[key]
         maskable = ~torch.isin(input_ids, torch.tensor(self.ctx.special_ids))
         return dict_mask(
@@ -228,8 +227,3 @@ class DictMLM(MaskedLM):
             positions,
             self.no_translation,
         )
-
-    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """MaskedLM's batch with DICT-MLM masking in the block's language (``raw.source``)."""
-        self.language = raw.source
-        return super().collate(raw, generator)

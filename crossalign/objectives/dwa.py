@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
+from crossalign.align.config import OT_FILTERS, SINKHORN_ORDERS
 from crossalign.align.extract import plan_links
-from crossalign.align.options import OT_FILTERS, SINKHORN_ORDERS
 from crossalign.align.similarity import dot_scores, log_clamped
 from crossalign.align.sinkhorn import sinkhorn_log
 from crossalign.checks import check_choice, check_flag, check_range

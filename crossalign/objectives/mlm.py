@@ -86,9 +86,11 @@ class MaskedLM(Objective):
         self.register_buffer("random_ids", ctx.random_ids(), persistent=False)
 
     def mask(
-        self, input_ids: torch.Tensor, generator: torch.Generator
+        self, input_ids: torch.Tensor, generator: torch.Generator, language: str | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """80/10/10 masking of every non-special, non-pad token: (inputs, labels) [B, L]."""
+        """80/10/10 masking of every non-special, non-pad token: (inputs, labels) [B, L].
+        ``language``: the block's language (None for pairs); the same masking in every
+        language here, subclasses may depend on it (DICT-MLM)."""
         maskable = ~torch.isin(input_ids, torch.tensor(self.ctx.special_ids))
         return mask_tokens(
             input_ids,
@@ -104,7 +106,7 @@ class MaskedLM(Objective):
         """Packed blocks of one language → input_ids, attention_mask, position_ids,
         token_type_ids (language), labels; all [B, L]."""
         ids = torch.from_numpy(raw.blocks.astype("int64"))
-        inputs, labels = self.mask(ids, generator)
+        inputs, labels = self.mask(ids, generator, raw.source)
         b, length = ids.shape
         batch = {
             "input_ids": inputs,
