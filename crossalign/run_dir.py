@@ -181,9 +181,15 @@ def _metrics_lines(path: Path) -> list[str]:
                 print(f"{path}:{n}: dropping a half-written last line", file=sys.stderr)
                 return lines[:-1]
             raise CrossalignError(
-                f"{path}:{n}: not a JSON record; delete or repair that line to resume"
+                f"{path}:{n}: not a JSON record; delete or repair that line"
             ) from None
     return lines
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The records of a run's ``metrics.jsonl`` in order (training lines carry ``loss``,
+    held-out lines ``valid/...``); [] when there is none. A half-written last line is dropped."""
+    return [json.loads(x) for x in _metrics_lines(Path(run_dir) / METRICS)]
 
 
 def truncate_metrics(path: Path, step: int, finished: bool) -> list[str]:

@@ -357,10 +357,9 @@ def _run_transform(
 
 def _last_valid_ppl(run_dir: Path) -> float:
     """The final held-out MLM perplexity in a run's metrics.jsonl (NaN when absent)."""
+    from crossalign.run_dir import read_metrics
+
     ppl = float("nan")
-    path = run_dir / "metrics.jsonl"
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            ppl = record.get("valid/mlm_ppl", ppl)
+    for record in read_metrics(run_dir):
+        ppl = record.get("valid/mlm_ppl", ppl)
     return ppl

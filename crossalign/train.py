@@ -70,7 +70,7 @@ from crossalign.objectives import OBJECTIVES, Objective, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
 from crossalign.objectives.tlm import TranslationLM
 from crossalign.registry import did_you_mean
-from crossalign.run_dir import RunStart, open_run
+from crossalign.run_dir import METRICS, RunStart, open_run
 
 
 class ObjectiveSet(nn.Module):
@@ -797,7 +797,7 @@ def _train(
     stats = LogStats(setup.objectives, setup.weights)
     step = 0
     position = {n: s.state_dict() for n, s in samplers.items()}
-    metrics_path = run_dir / "metrics.jsonl"
+    metrics_path = run_dir / METRICS
     if resume_from is not None:
         try:
             accelerator.load_state(str(resume_from / "trainer"))

@@ -26,7 +26,7 @@ from crossalign.checkpoint import (
     prune_checkpoints,
 )
 from crossalign.cli import main
-from crossalign.run_dir import RunLock, setting_changes, truncate_metrics
+from crossalign.run_dir import RunLock, read_metrics, setting_changes, truncate_metrics
 from tests.integration.conftest import tiny_overrides
 
 STEPS = {"train.steps": 4, "train.save_every": 2, "train.keep_checkpoints": 5}
@@ -311,6 +311,13 @@ def test_a_broken_metrics_line_before_the_last_is_an_error(tmp_path):
     path.write_text('{"step": 1}\nxx\n{"step": 2}\n')
     with pytest.raises(Exception, match=r"metrics.jsonl:2: not a JSON record"):
         truncate_metrics(path, 1, finished=False)
+
+
+def test_read_metrics_drops_a_half_written_last_line(tmp_path, capsys):
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "lo')
+    assert read_metrics(tmp_path) == [{"step": 1, "loss": 2.0}]
+    assert "metrics.jsonl:2: dropping a half-written last line" in capsys.readouterr().err
+    assert read_metrics(tmp_path / "absent") == []
 
 
 def test_logged_means_survive_a_resume_between_log_lines(tmp_path):

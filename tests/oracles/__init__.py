@@ -1,0 +1,1 @@
+"""Reference implementations that tests and benchmarks compare the library against."""
