@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from crossalign.data.derive_settings import DeriveSettings, parse_transform
 from crossalign.errors import CrossalignError
 
 STUDY_OBJECTIVES = ("mlm", "xlm", "dict_mlm", "align_mlm")
@@ -81,7 +82,7 @@ def study_config(
     lr: float = 5e-4,
     max_length: int = 128,
     seed: int = 0,
-    parallel_fraction: float = 0.25,
+    parallel_fraction: float = DeriveSettings.parallel_fraction,
 ) -> dict[str, Any]:
     """The run config (plain data, as in ``configs/derived/*.yaml``) of one study objective
     on the derived corpus ``derived``: a from-scratch model on the twin tokenizer (language
@@ -199,7 +200,7 @@ def format_results(rows: list[dict[str, Any]], correlation: list[dict[str, Any]]
     return "\n".join(lines)
 
 
-def _derive(out: Path, derive: dict[str, Any], command: str) -> None:
+def _derive(out: Path, derive: DeriveSettings, command: str) -> None:
     """Write the derived corpus unless ``out`` already holds the one ``command`` writes."""
     from crossalign.data.corpus import load_card
     from crossalign.data.derive import write_derived
@@ -207,7 +208,7 @@ def _derive(out: Path, derive: dict[str, Any], command: str) -> None:
     if (out / "card.json").is_file() and load_card(out).get("command") == command:
         print(f"derived corpus: {out} (already written)")
         return
-    write_derived(out, command=command, **derive)
+    write_derived(out, derive, command)
 
 
 def _read_json(path: Path) -> Any:
@@ -221,8 +222,6 @@ def _read_yaml(path: Path) -> Any:
 def transform_dirs(transforms: Sequence[str]) -> list[str]:
     """The study's directory name of each transform (as given), after checking that each is a
     valid composition with ``trans`` and that no two are the same composition."""
-    from crossalign.data.derive import parse_transform
-
     seen: dict[tuple[str, ...], str] = {}
     for spec in transforms:
         names = parse_transform(spec)
@@ -240,15 +239,15 @@ def transform_dirs(transforms: Sequence[str]) -> list[str]:
 def run_study(
     out: str | Path,
     objectives: Sequence[str],
-    derives: Sequence[tuple[dict[str, Any], str]],
+    derives: Sequence[tuple[DeriveSettings, str]],
     train: dict[str, Any],
     finetune,
     task: str = "pos",
     download: bool = False,
     overrides: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """For each ``(derive, command)`` of ``derives`` (``write_derived`` keywords, with its
-    ``transform``, and the ``crossalign data derive`` command line that writes it), derive the
+    """For each ``(derive, command)`` of ``derives`` (the settings of one transform and the
+    ``crossalign data derive`` command line that writes them, the corpus's reuse key), derive the
     corpus under ``out/<transform>/``, pre-train every objective with the same ``train``
     settings (``study_config`` keywords) and ``overrides``, score alignment and transfer
     (``finetune``: a FinetuneConfig); then correlate alignment with Δ over every (objective ×
@@ -259,7 +258,7 @@ def run_study(
 
     for name in objectives:
         objective_entries(name, "")  # unknown names fail before any work
-    dirs = transform_dirs([derive["transform"] for derive, _ in derives])
+    dirs = transform_dirs([derive.transform for derive, _ in derives])
     out = Path(out)
     rows = []
     for directory, (derive, command) in zip(dirs, derives):
@@ -269,7 +268,7 @@ def run_study(
         )  # fmt: skip
     correlation = correlations(rows)
     results = {
-        "transforms": [derive["transform"] for derive, _ in derives],
+        "transforms": [derive.transform for derive, _ in derives],
         "task": task,
         "derive_commands": [command for _, command in derives],
         "train": train,
@@ -286,7 +285,7 @@ def run_study(
 def _run_transform(
     out: Path,
     objectives: Sequence[str],
-    derive: dict[str, Any],
+    derive: DeriveSettings,
     derive_command: str,
     train: dict[str, Any],
     finetune,
@@ -318,7 +317,7 @@ def _run_transform(
             name,
             str(derived),
             str(run_dir),
-            parallel_fraction=derive.get("parallel_fraction", 0.25),
+            parallel_fraction=derive.parallel_fraction,
             **train,
         )
         write_text_atomic(config_path, yaml.safe_dump(plain, sort_keys=False))
@@ -328,7 +327,7 @@ def _run_transform(
         same = _read_yaml(run_dir / "config.yaml") == resolved
         if not (same and model.is_dir()):
             resume = same and bool(list_checkpoints(run_dir))
-            print(f"== pre-training {name} on {derive['transform']} ({cfg.train.steps} steps)")
+            print(f"== pre-training {name} on {derive.transform} ({cfg.train.steps} steps)")
             # a run of this study with other settings (or an unfinished start) is replaced
             pretrain(cfg, resume="last" if resume else None, overwrite=not resume)
         key = {
@@ -339,7 +338,7 @@ def _run_transform(
         }
         cached = _read_json(run_dir / "study_eval.json")
         if cached is None or cached.get("key") != key:
-            print(f"== evaluating {name} on {derive['transform']}")
+            print(f"== evaluating {name} on {derive.transform}")
             scores = evaluate_counterpart_alignment(model, derived)
             held_out = derived / "dictionary" / "test.txt"
             scores.update(evaluate_alignment(model, held_out, vocab, "en", DERIVED_LANG))
@@ -351,7 +350,7 @@ def _run_transform(
             scores["valid_mlm_ppl"] = _last_valid_ppl(run_dir)
             cached = {"key": key, "scores": scores}
             write_json_atomic(run_dir / "study_eval.json", cached)
-        rows.append({"transform": derive["transform"], "objective": name, **cached["scores"]})
+        rows.append({"transform": derive.transform, "objective": name, **cached["scores"]})
     return rows
 
 

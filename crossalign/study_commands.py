@@ -6,7 +6,7 @@ import argparse
 
 
 def _derived(args: argparse.Namespace) -> int:
-    from crossalign.data.derive_commands import derive_command_line
+    from crossalign.data.derive_settings import DeriveSettings
     from crossalign.evals.derived_commands import finetune_config
     from crossalign.study import format_results, run_study
 
@@ -14,13 +14,8 @@ def _derived(args: argparse.Namespace) -> int:
     transforms = [t.strip() for t in args.transform.split(",") if t.strip()]
     derives = []
     for transform in transforms:
-        derive = _derive_settings(args, transform)
-        for_command = {
-            **vars(args),
-            "transform": transform,
-            "out": f"{args.out}/{transform}/derived",
-        }
-        derives.append((derive, derive_command_line(argparse.Namespace(**for_command))))
+        settings = DeriveSettings.from_args(args, transform)
+        derives.append((settings, settings.command_line(f"{args.out}/{transform}/derived")))
     train = {
         "preset": args.preset,
         "steps": args.steps,
@@ -43,23 +38,6 @@ def _derived(args: argparse.Namespace) -> int:
     print(format_results(results["rows"], results["spearman_alignment_delta"]))
     print(f"\nwrote {args.out}/results.json and {args.out}/results.md")
     return 0
-
-
-def _derive_settings(args: argparse.Namespace, transform: str) -> dict:
-    """The ``write_derived`` keywords of one transform of ``study derived``."""
-    return {
-        "corpora": args.corpus,
-        "transform": transform,
-        "overlap": args.overlap / 100.0,
-        "dict_fraction": args.dict_fraction,
-        "parallel_fraction": args.parallel_fraction,
-        "tokenizer": args.tokenizer,
-        "vocab_size": args.vocab_size,
-        "max_lines": args.max_lines,
-        "seed": args.seed,
-        "n_valid": args.valid,
-        "n_test": args.test,
-    }
 
 
 def add_study_parser(sub: argparse._SubParsersAction) -> None:

@@ -44,12 +44,10 @@ from typing import Any
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
+from crossalign.data.derive_settings import DeriveSettings, parse_transform
 from crossalign.errors import CrossalignError
 from crossalign.languages import DERIVED_LANG
 
-TRANSFORMS = ("syn", "inv", "trans")
-"""Known transforms, in the order a composition applies them."""
-"""Language code of a derived language (English, private-use region subtag ``XD``)."""
 MARK = "\ue000"
 """Written before the first twinned piece of a word (the twin of a ``▁``-initial piece)."""
 SHIFT = 0xF0000
@@ -65,25 +63,6 @@ OBJECT_DEPS = frozenset({"dobj", "obj"})
 ADJECTIVE_DEPS = frozenset({"amod"})
 VERB_POS = frozenset({"VERB"})
 NOUN_POS = frozenset({"NOUN", "PROPN"})
-
-
-def parse_transform(spec: str) -> tuple[str, ...]:
-    """``trans+inv`` → ``("inv", "trans")``: the transforms of a composition, in the order they
-    are applied (``syn``, ``inv``, ``trans``). Raises on unknown or repeated names."""
-    names = [s.strip() for s in spec.split("+") if s.strip()]
-    if not names:
-        raise CrossalignError(f"--transform '{spec}' is empty; use e.g. trans+inv")
-    for name in names:
-        if name not in TRANSFORMS:
-            from crossalign.registry import did_you_mean
-
-            raise CrossalignError(
-                f"unknown transform '{name}' in '{spec}'{did_you_mean(name, list(TRANSFORMS))}; "
-                f"known: {', '.join(TRANSFORMS)} (compose with +, e.g. trans+inv)"
-            )
-    if len(set(names)) != len(names):
-        raise CrossalignError(f"--transform '{spec}' repeats a transform")
-    return tuple(t for t in TRANSFORMS if t in names)
 
 
 # ---------------------------------------------------------------- reorderings
@@ -515,23 +494,9 @@ def split_dictionary(
     return [pairs[i] for i in sorted(idx[:k])], [pairs[i] for i in sorted(idx[k:])]
 
 
-def write_derived(
-    out: str | Path,
-    corpora: Sequence[str],
-    transform: str,
-    *,
-    overlap: float = 0.0,
-    dict_fraction: float = 0.25,
-    parallel_fraction: float = 0.25,
-    tokenizer: str | None = None,
-    vocab_size: int = 8000,
-    max_lines: int | None = None,
-    seed: int = 0,
-    n_valid: int = 1000,
-    n_test: int = 1000,
-    command: str = "",
-) -> dict[str, Any]:
-    """Write a derived corpus to ``out`` (atomically) and return its card.
+def write_derived(out: str | Path, settings: DeriveSettings, command: str = "") -> dict[str, Any]:
+    """Write the derived corpus ``settings`` describe to ``out`` (atomically) and return its
+    card (``command``: the card's record of how it was written, ``settings.command_line``).
 
     Layout: ``en-en-XD/{train,valid,test}.{en,en-XD}`` (original and derived sentences,
     line-aligned, one sentence per line, words separated by spaces), ``parallel/train.{en,
@@ -545,11 +510,10 @@ def write_derived(
     from crossalign.data.tokenizer import load_tokenizer, train_tokenizer
     from crossalign.fileio import atomic_dir, write_json_atomic, write_lines_atomic
 
-    transforms = parse_transform(transform)
-    if not 0.0 < parallel_fraction <= 1.0:
-        raise CrossalignError(f"--parallel-fraction {parallel_fraction} must be in (0, 1]")
-    texts = read_english(corpora, seed, n_valid, n_test)
-    texts["train"] = sample_lines(texts["train"], max_lines, seed)
+    transforms = settings.transforms
+    seed = settings.seed
+    texts = read_english(settings.corpus, seed, settings.valid, settings.test)
+    texts["train"] = sample_lines(texts["train"], settings.max_lines, seed)
     for split, lines in texts.items():
         for k, line in enumerate(lines):
             check_plain(line, f"{split} line {k + 1}")
@@ -560,39 +524,27 @@ def write_derived(
         for split, lines in texts.items()
     }
     if not sentences["train"]:
-        raise CrossalignError(f"no English training text in {', '.join(map(str, corpora))}")
+        raise CrossalignError(f"no English training text in {', '.join(settings.corpus)}")
     english = {split: [" ".join(s.words) for s in sents] for split, sents in sentences.items()}
 
-    card: dict[str, Any] = {
-        "format": "parallel",
-        "command": command,
-        "sources": [str(c) for c in corpora],
-        "seed": seed,
-    }
+    card = settings.card(command)
     derived_info: dict[str, Any] = {
-        "transform": "+".join(transforms),
-        "language": DERIVED_LANG,
-        "overlap": overlap,
-        "dict_fraction": dict_fraction,
-        "parallel_fraction": parallel_fraction,
-        "max_lines": max_lines,
+        **card.pop("derived"),
         "spacy_model": _spacy_name(nlp),
         "shared_ids": [],
     }
     transliterator = None
     twin = None
     if "trans" in transforms:
-        if tokenizer:
-            base = load_tokenizer(tokenizer)
+        if settings.tokenizer:
+            base = load_tokenizer(settings.tokenizer)
         else:
-            cfg = TokenizerConfig(kind="unigram", vocab_size=vocab_size)
+            cfg = TokenizerConfig(kind="unigram", vocab_size=settings.vocab_size)
             base = train_tokenizer({"en": english["train"]}, cfg, seed)
-        shared = choose_shared(base, overlap, seed)
+        shared = choose_shared(base, settings.overlap_fraction, seed)
         twin = build_twin_tokenizer(base, shared)
         transliterator = Transliterator(twin, shared)
         derived_info.update(english_vocab_size=len(base), shared_ids=shared)
-    elif overlap:
-        raise CrossalignError("--overlap applies to transliteration: add trans to --transform")
     derivation = Derivation(transforms, transliterator)
     derived = {split: derivation.apply(sents)[0] for split, sents in sentences.items()}
     derived_lines = {split: [" ".join(ws) for ws in d] for split, d in derived.items()}
@@ -603,7 +555,9 @@ def write_derived(
             write_lines_atomic(tmp / pair / f"{split}.en", english[split])
             write_lines_atomic(tmp / pair / f"{split}.{DERIVED_LANG}", derived_lines[split])
         n = len(english["train"])
-        chosen = sorted(random.Random(seed + 1).sample(range(n), round(parallel_fraction * n)))
+        chosen = sorted(
+            random.Random(seed + 1).sample(range(n), round(settings.parallel_fraction * n))
+        )
         write_lines_atomic(tmp / "parallel" / "train.en", [english["train"][i] for i in chosen])
         write_lines_atomic(
             tmp / "parallel" / f"train.{DERIVED_LANG}", [derived_lines["train"][i] for i in chosen]
@@ -613,7 +567,9 @@ def write_derived(
             twin.save_pretrained(tmp / "tokenizer")
             words = [w for s in sentences["train"] for w in s.words]
             derived_info["exact_twin_fraction"] = transliterator.check(words)
-            derived_info.update(_write_dictionary(tmp, transliterator, dict_fraction, seed))
+            derived_info.update(
+                _write_dictionary(tmp, transliterator, settings.dict_fraction, seed)
+            )
         card["pairs"] = {
             pair: {
                 "src": "en",

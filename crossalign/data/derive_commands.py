@@ -3,71 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 
-
-def _fraction(text: str) -> float:
-    """argparse type: a number in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a fraction such as 0.25, got '{text}'"
-        ) from None
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {value}")
-    return value
-
-
-def _percent(text: str) -> float:
-    """argparse type: a percentage in [0, 100]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a percentage such as 10, got '{text}'"
-        ) from None
-    if not 0.0 <= value <= 100.0:
-        raise argparse.ArgumentTypeError(f"expected a percentage in [0, 100], got {value}")
-    return value
-
-
-def derive_command_line(args: argparse.Namespace) -> str:
-    """The ``crossalign data derive`` command that writes what ``args`` describe."""
-    words = ["crossalign", "data", "derive", "--transform", args.transform]
-    for corpus in args.corpus:
-        words += ["--corpus", corpus]
-    words += ["--out", args.out, "--overlap", f"{args.overlap:g}"]
-    words += ["--dict-fraction", f"{args.dict_fraction:g}"]
-    words += ["--parallel-fraction", f"{args.parallel_fraction:g}"]
-    if args.tokenizer:
-        words += ["--tokenizer", args.tokenizer]
-    else:
-        words += ["--vocab-size", str(args.vocab_size)]
-    if args.max_lines is not None:
-        words += ["--max-lines", str(args.max_lines)]
-    words += ["--seed", str(args.seed), "--valid", str(args.valid), "--test", str(args.test)]
-    return shlex.join(words)
+from crossalign.data.derive_settings import DeriveSettings
 
 
 def _derive(args: argparse.Namespace) -> int:
     from crossalign.data.derive import write_derived
 
-    card = write_derived(
-        args.out,
-        args.corpus,
-        args.transform,
-        overlap=args.overlap / 100.0,
-        dict_fraction=args.dict_fraction,
-        parallel_fraction=args.parallel_fraction,
-        tokenizer=args.tokenizer,
-        vocab_size=args.vocab_size,
-        max_lines=args.max_lines,
-        seed=args.seed,
-        n_valid=args.valid,
-        n_test=args.test,
-        command=derive_command_line(args),
-    )
+    settings = DeriveSettings.from_args(args)
+    card = write_derived(args.out, settings, command=settings.command_line(args.out))
     report_derived(card, args.out)
     return 0
 
@@ -111,31 +55,33 @@ def add_derive_arguments(
         p.add_argument("--out", required=True, help="output directory, replaced atomically")
     p.add_argument(
         "--overlap",
-        type=_percent,
-        default=0.0,
+        type=float,
+        default=DeriveSettings.overlap,
         metavar="P",
-        help="percent of token types shared (not twinned) by the two languages (0)",
+        help="percent (0-100) of token types shared (not twinned) by the two languages "
+        f"({DeriveSettings.overlap:g})",
     )
     p.add_argument(
         "--dict-fraction",
-        type=_fraction,
-        default=0.25,
+        type=float,
+        default=DeriveSettings.dict_fraction,
         help="fraction of the twinned vocabulary in the training dictionary; the rest is the "
-        "evaluation dictionary (0.25)",
+        f"evaluation dictionary ({DeriveSettings.dict_fraction:g})",
     )
     p.add_argument(
         "--parallel-fraction",
-        type=_fraction,
-        default=0.25,
+        type=float,
+        default=DeriveSettings.parallel_fraction,
         help="fraction of the training sentences also written as (original, derived) pairs "
-        "for TLM (0.25)",
+        f"for TLM ({DeriveSettings.parallel_fraction:g})",
     )
     p.add_argument("--tokenizer", metavar="DIR", help="English unigram tokenizer to twin")
     p.add_argument(
         "--vocab-size",
         type=int,
-        default=8000,
-        help="vocabulary of the English tokenizer trained when --tokenizer is not given (8000)",
+        default=DeriveSettings.vocab_size,
+        help="vocabulary of the English tokenizer trained when --tokenizer is not given "
+        f"({DeriveSettings.vocab_size})",
     )
     p.add_argument(
         "--max-lines",
@@ -143,13 +89,20 @@ def add_derive_arguments(
         metavar="N",
         help="use a seeded sample of N English training lines (default: all)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
     p.add_argument(
-        "--valid", type=int, default=1000, help="valid lines split off a text file (1000; ≤10%%)"
+        "--seed",
+        type=int,
+        default=DeriveSettings.seed,
+        help=f"seed of every random choice ({DeriveSettings.seed})",
     )
-    p.add_argument(
-        "--test", type=int, default=1000, help="test lines split off a text file (1000; ≤10%%)"
-    )
+    for split in ("valid", "test"):
+        default = getattr(DeriveSettings, split)
+        p.add_argument(
+            f"--{split}",
+            type=int,
+            default=default,
+            help=f"{split} lines split off a text file ({default}; ≤10%%)",
+        )
 
 
 def add_derive_parser(data_subparsers: argparse._SubParsersAction) -> None:

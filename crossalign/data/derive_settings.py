@@ -1,0 +1,152 @@
+"""The settings of a derived-language corpus (``crossalign data derive``, ``crossalign study
+derived``): one frozen dataclass for the writer, the command line and the card. Torch-free, so
+building the CLI parser stays light."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from crossalign.errors import CrossalignError
+from crossalign.languages import DERIVED_LANG
+
+TRANSFORMS = ("syn", "inv", "trans")
+"""Known transforms, in the order a composition applies them."""
+
+
+def parse_transform(spec: str) -> tuple[str, ...]:
+    """``trans+inv`` → ``("inv", "trans")``: the transforms of a composition, in the order they
+    are applied (``syn``, ``inv``, ``trans``). Raises on unknown or repeated names."""
+    names = [s.strip() for s in spec.split("+") if s.strip()]
+    if not names:
+        raise CrossalignError(f"--transform '{spec}' is empty; use e.g. trans+inv")
+    for name in names:
+        if name not in TRANSFORMS:
+            from crossalign.registry import did_you_mean
+
+            raise CrossalignError(
+                f"unknown transform '{name}' in '{spec}'{did_you_mean(name, list(TRANSFORMS))}; "
+                f"known: {', '.join(TRANSFORMS)} (compose with +, e.g. trans+inv)"
+            )
+    if len(set(names)) != len(names):
+        raise CrossalignError(f"--transform '{spec}' repeats a transform")
+    return tuple(t for t in TRANSFORMS if t in names)
+
+
+@dataclass(frozen=True)
+class DeriveSettings:
+    """What a derived corpus is made from; each field is the ``crossalign data derive`` option
+    of the same name (``--dict-fraction`` for ``dict_fraction``)."""
+
+    transform: str
+    """A transform or a composition, as given (e.g. ``trans+inv``)."""
+    corpus: tuple[str, ...]
+    """English text: built corpora (their English side) or text files."""
+    overlap: float = 0.0
+    """PERCENT of token types shared (not twinned), in [0, 100]; the card stores a fraction."""
+    dict_fraction: float = 0.25
+    """Fraction in (0, 1] of the twinned vocabulary in the training dictionary."""
+    parallel_fraction: float = 0.25
+    """Fraction in (0, 1] of the training sentences also written as pairs for TLM."""
+    tokenizer: str | None = None
+    """English unigram tokenizer to twin; None (or empty) trains one of ``vocab_size``."""
+    vocab_size: int = 8000
+    """Vocabulary (token types) of the English tokenizer trained without ``tokenizer``."""
+    max_lines: int | None = None
+    """Seeded sample of this many English training lines; None: all."""
+    seed: int = 0
+    """Seed of every random choice."""
+    valid: int = 1000
+    """Valid lines split off a text file (at most 10% of it)."""
+    test: int = 1000
+    """Test lines split off a text file (at most 10% of it)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "corpus", tuple(str(c) for c in self.corpus))
+        if not self.corpus:
+            raise CrossalignError("no --corpus given: pass an English corpus or text file")
+        transforms = parse_transform(self.transform)
+        if not 0.0 <= self.overlap <= 100.0:
+            raise CrossalignError(f"--overlap {self.overlap:g} must be a percentage in [0, 100]")
+        if self.overlap and "trans" not in transforms:
+            raise CrossalignError("--overlap applies to transliteration: add trans to --transform")
+        for flag, value in (
+            ("--dict-fraction", self.dict_fraction),
+            ("--parallel-fraction", self.parallel_fraction),
+        ):
+            if not 0.0 < value <= 1.0:
+                raise CrossalignError(f"{flag} {value:g} must be a fraction in (0, 1]")
+        for flag, number, least in (
+            ("--vocab-size", self.vocab_size, 1),
+            ("--max-lines", self.max_lines, 1),
+            ("--valid", self.valid, 0),
+            ("--test", self.test, 0),
+        ):
+            if number is not None and number < least:
+                raise CrossalignError(f"{flag} {number} must be at least {least}")
+
+    @property
+    def overlap_fraction(self) -> float:
+        """``overlap`` as a fraction in [0, 1] (what the card records and the writer uses)."""
+        return self.overlap / 100.0
+
+    @property
+    def transforms(self) -> tuple[str, ...]:
+        """The transforms of ``transform``, in the order they are applied."""
+        return parse_transform(self.transform)
+
+    def card(self, command: str = "") -> dict[str, Any]:
+        """The settings part of the corpus card: ``format``, ``command``, ``sources``, ``seed``
+        and the ``derived`` block (``overlap`` as a fraction, the transform normalised);
+        ``write_derived`` adds what it measures."""
+        return {
+            "format": "parallel",
+            "command": command,
+            "sources": list(self.corpus),
+            "seed": self.seed,
+            "derived": {
+                "transform": "+".join(self.transforms),
+                "language": DERIVED_LANG,
+                "overlap": self.overlap_fraction,
+                "dict_fraction": self.dict_fraction,
+                "parallel_fraction": self.parallel_fraction,
+                "max_lines": self.max_lines,
+            },
+        }
+
+    def command_line(self, out: str) -> str:
+        """The ``crossalign data derive`` command that writes these settings to ``out`` (the
+        card's ``command``, also the reuse key of a study's corpus: keep it stable)."""
+        words = ["crossalign", "data", "derive", "--transform", self.transform]
+        for corpus in self.corpus:
+            words += ["--corpus", corpus]
+        words += ["--out", out, "--overlap", f"{self.overlap:g}"]
+        words += ["--dict-fraction", f"{self.dict_fraction:g}"]
+        words += ["--parallel-fraction", f"{self.parallel_fraction:g}"]
+        if self.tokenizer:
+            words += ["--tokenizer", self.tokenizer]
+        else:
+            words += ["--vocab-size", str(self.vocab_size)]
+        if self.max_lines is not None:
+            words += ["--max-lines", str(self.max_lines)]
+        words += ["--seed", str(self.seed), "--valid", str(self.valid), "--test", str(self.test)]
+        return shlex.join(words)
+
+    @classmethod
+    def from_args(cls, args: Any, transform: str | None = None) -> DeriveSettings:
+        """The settings an argparse namespace of ``add_derive_arguments`` holds, with another
+        ``transform`` where given (``study derived`` takes several)."""
+        return cls(
+            transform=args.transform if transform is None else transform,
+            corpus=args.corpus,
+            overlap=args.overlap,
+            dict_fraction=args.dict_fraction,
+            parallel_fraction=args.parallel_fraction,
+            tokenizer=args.tokenizer,
+            vocab_size=args.vocab_size,
+            max_lines=args.max_lines,
+            seed=args.seed,
+            valid=args.valid,
+            test=args.test,
+        )
