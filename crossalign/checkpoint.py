@@ -110,6 +110,12 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     return sorted(found, key=checkpoint_step, reverse=True)
 
 
+def good_checkpoints(run_dir: str | Path) -> list[Path]:
+    """The usable checkpoints of a run (marker, state and weights present; the manifest is not
+    read), newest step first."""
+    return [p for p in list_checkpoints(run_dir) if checkpoint_problem(p) is None]
+
+
 def find_resume_checkpoint(run_dir: str | Path, which: str) -> Path:
     """The checkpoint to resume from: ``last`` → the newest good one in ``run_dir`` (bad ones
     are reported on stderr, one line each naming the file, and skipped), else the directory
@@ -139,8 +145,7 @@ def read_state(path: Path) -> dict[str, Any]:
 def prune_checkpoints(run_dir: str | Path, keep: int) -> None:
     """Delete all but the ``keep`` newest good checkpoints; the newest is always kept (also
     with ``keep`` 0), and bad ones are left for inspection."""
-    good = [p for p in list_checkpoints(run_dir) if checkpoint_problem(p) is None]
-    for path in good[max(keep, 1) :]:
+    for path in good_checkpoints(run_dir)[max(keep, 1) :]:
         shutil.rmtree(path, ignore_errors=True)
 
 

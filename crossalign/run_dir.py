@@ -167,29 +167,30 @@ def _compare_settings(config: dict, checkpoint: Path, run_dir: Path) -> list[str
     return changed
 
 
-def _metrics_lines(path: Path) -> list[str]:
-    """The lines of ``metrics.jsonl``; a half-written last line (power loss, disk full) is
-    dropped with a note, a broken line before it is an error naming it."""
+def _metrics_lines(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Each line of ``metrics.jsonl`` with its record; a half-written last line (power loss,
+    disk full) is dropped with a note, a broken line before it is an error naming it."""
     if not path.is_file():
         return []
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    out = []
     for n, line in enumerate(lines, 1):
         try:
-            json.loads(line)
+            out.append((line, json.loads(line)))
         except ValueError:
             if n == len(lines):
                 print(f"{path}:{n}: dropping a half-written last line", file=sys.stderr)
-                return lines[:-1]
+                break
             raise CrossalignError(
                 f"{path}:{n}: not a JSON record; delete or repair that line"
             ) from None
-    return lines
+    return out
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
     """The records of a run's ``metrics.jsonl`` in order (training lines carry ``loss``,
     held-out lines ``valid/...``); [] when there is none. A half-written last line is dropped."""
-    return [json.loads(x) for x in _metrics_lines(Path(run_dir) / METRICS)]
+    return [record for _, record in _metrics_lines(Path(run_dir) / METRICS)]
 
 
 def truncate_metrics(path: Path, step: int, finished: bool) -> list[str]:
@@ -202,11 +203,12 @@ def truncate_metrics(path: Path, step: int, finished: bool) -> list[str]:
             return record["step"] < step
         return not (finished and any(k.startswith("valid/") for k in record))
 
-    lines = _metrics_lines(path)
-    keep = [x for x in lines if kept(json.loads(x))]
+    keep, dropped = [], []
+    for line, record in _metrics_lines(path):
+        (keep if kept(record) else dropped).append(line)
     if path.is_file():
         write_lines_atomic(path, keep)
-    return [x for x in lines if not kept(json.loads(x))]
+    return dropped
 
 
 def open_run(

@@ -33,8 +33,8 @@ from crossalign.checkpoint import (
     MARKER,
     STATE,
     checkpoint_name,
-    checkpoint_problem,
     checkpoint_step,
+    good_checkpoints,
     list_checkpoints,
     move_aside,
     prune_checkpoints,
@@ -595,7 +595,7 @@ def save_checkpoint(
         if failure:
             if main:
                 shutil.rmtree(tmp, ignore_errors=True)
-            good = [p.name for p in list_checkpoints(run_dir) if p != final]
+            good = [p.name for p in good_checkpoints(run_dir) if p != final]
             intact = (
                 f"the last good checkpoint {good[0]} is intact"
                 if good
@@ -714,7 +714,7 @@ def _divergence(run_dir: Path, step: int, what: str, main: bool) -> CrossalignEr
         if folder is not None:
             names = ", ".join(p.name for p in bad)
             moved = f"{names} (its weights gave it) moved to {folder}; "
-    good = [p for p in list_checkpoints(run_dir) if checkpoint_problem(p) is None]
+    good = good_checkpoints(run_dir)
     if not good:
         return CrossalignError(
             f"{what}; stopped before the update. {moved}no good checkpoint is left: start "
@@ -744,7 +744,7 @@ def train(cfg: RunConfig, resume: str | None = None, overwrite: bool = False) ->
     try:
         return _train(accelerator, cfg, start, *sizes)
     except OSError as e:  # metrics.jsonl, config.yaml or the final model/ (a full disk)
-        good = [p for p in list_checkpoints(cfg.run_dir) if checkpoint_problem(p) is None]
+        good = good_checkpoints(cfg.run_dir)
         last = f"the last good checkpoint is {good[0]}" if good else "no checkpoint was written"
         raise CrossalignError(
             f"{e.filename or cfg.run_dir}: {e.strerror or e}; {last}; fix it and continue "

@@ -176,10 +176,13 @@ def canonical_unigram(tok: Tokenizer) -> Tokenizer:
         [piece, round(score, SCORE_DECIMALS)] for piece, score in vocab[len(SPECIAL_TOKENS) :]
     ]
     # the characters the trainer added back, and any single character on the same scores
+    singles: dict[float, list] = {}
+    for x in pieces:
+        if len(x[0]) == 1:
+            singles.setdefault(x[1], []).append(x)
     bottom, ladder = min(score for _, score in pieces), []
     for rung in itertools.count():
-        score = round(bottom + rung * PENALTY_STEP, SCORE_DECIMALS)
-        found = [x for x in pieces if len(x[0]) == 1 and x[1] == score]
+        found = singles.get(round(bottom + rung * PENALTY_STEP, SCORE_DECIMALS))
         if not found:
             break
         ladder.extend(found)
