@@ -6,20 +6,16 @@ Every field has a docstring-style comment; unknown keys are rejected with the ne
 from __future__ import annotations
 
 import dataclasses
-import types
 import typing
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from crossalign.checks import check_choice, check_range
 from crossalign.data.specials import SPECIAL_TOKENS
 from crossalign.errors import CrossalignError
 from crossalign.models.presets import PRESETS
-from crossalign.registry import did_you_mean
+from crossalign.schema import apply_override, build_dataclass, parse_yaml
 
 
 @dataclass
@@ -116,6 +112,8 @@ class DataConfig:
 @dataclass
 class ObjectiveConfig:
     """One training objective and its weight; other keys are the objective's own options."""
+
+    EXTRA_KEYS: typing.ClassVar[str] = "options"
 
     name: str
     """Registered objective name (``crossalign ls objectives``)."""
@@ -227,190 +225,6 @@ class RunConfig:
             )
 
 
-def _build(cls: Any, raw: Any, where: str) -> Any:
-    """Build dataclass ``cls`` (or a typed container) from plain YAML data, checking keys."""
-    origin = typing.get_origin(cls)
-    if dataclasses.is_dataclass(cls):
-        if isinstance(raw, cls):
-            return raw
-        if not isinstance(raw, dict):
-            raise CrossalignError(f"{where or 'config'} must be a mapping, got {raw!r}")
-        hints = typing.get_type_hints(cls)
-        names = [f.name for f in dataclasses.fields(cls)]
-        kwargs = {}
-        extra = {}
-        for key, value in raw.items():
-            if key not in names:
-                if cls is ObjectiveConfig:
-                    extra[key] = value
-                    continue
-                path = f"{where}.{key}" if where else key
-                raise CrossalignError(
-                    f"unknown config key '{path}'{did_you_mean(str(key), names)}; "
-                    f"valid keys{' under ' + where if where else ''}: {', '.join(names)}"
-                )
-            kwargs[key] = _build(hints[key], value, f"{where}.{key}" if where else key)
-        if extra:
-            twice = sorted(set(extra) & set(kwargs.get("options", {})))
-            if twice:
-                raise CrossalignError(
-                    f"{where}: option '{twice[0]}' is given twice, in options and beside it"
-                )
-            kwargs["options"] = {**kwargs.get("options", {}), **extra}
-        for f in dataclasses.fields(cls):
-            required = dataclasses.MISSING is f.default and dataclasses.MISSING is f.default_factory
-            if required and f.name not in kwargs:
-                raise CrossalignError(f"{where or 'config'}: required key '{f.name}' is missing")
-        return cls(**kwargs)
-    if origin is list:
-        (item,) = typing.get_args(cls)
-        if not isinstance(raw, list):
-            raise CrossalignError(f"{where} must be a list, got {raw!r}")
-        return [_build(item, v, f"{where}.{i}") for i, v in enumerate(raw)]
-    if origin is tuple:
-        items = typing.get_args(cls)
-        if not isinstance(raw, (list, tuple)) or len(raw) != len(items):
-            raise CrossalignError(f"{where}={raw!r} must be a list of {len(items)} values")
-        return tuple(_build(t, v, f"{where}.{i}") for i, (t, v) in enumerate(zip(items, raw)))
-    if origin is dict:
-        if not isinstance(raw, dict):
-            raise CrossalignError(f"{where} must be a mapping, got {raw!r}")
-        for key in raw:
-            if not isinstance(key, str):
-                raise CrossalignError(
-                    f"{where}: key {key!r} is not a string; quote it in YAML (unquoted no, off, "
-                    f"yes, on, true, false and numbers are not strings)"
-                )
-        return raw
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(cls) if a is not type(None)]
-        return None if raw is None else _build(args[0], raw, where)
-    if cls is float and isinstance(raw, int) and not isinstance(raw, bool):
-        return float(raw)
-    if cls is float and isinstance(raw, str):
-        # YAML 1.1 reads exponents without a dot ("5e-5") as strings.
-        try:
-            return float(raw)
-        except ValueError:
-            pass
-    if cls in (int, float, str, bool):
-        # bool is a subclass of int: true is not a number, nor 1 a flag
-        if isinstance(raw, cls) and (cls is bool or not isinstance(raw, bool)):
-            return raw
-        raise CrossalignError(
-            f"{where}={raw!r} must be of type {cls.__name__}{_int_hint(cls, raw)}"
-        )
-    return raw
-
-
-def _int_hint(cls: Any, raw: Any) -> str:
-    """`` (write 1000)`` when an int field got a whole number in float notation (``1e3``)."""
-    if cls is not int or isinstance(raw, bool) or not isinstance(raw, (str, float)):
-        return ""
-    try:
-        number = float(raw)
-    except ValueError:
-        return ""
-    return f" (write {int(number)})" if number.is_integer() else ""
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (YAML keeps the last)."""
-
-
-def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict:
-    """Construct a mapping; a key given twice is a YAML error at its second occurrence."""
-    lines: dict = {}
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *base" keys may be overridden
-            continue
-        key = loader.construct_object(key_node)
-        if isinstance(key, Hashable) and key in lines:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key '{key}' is given twice (first on line {lines[key]})",
-                key_node.start_mark,
-            )  # fmt: skip
-        lines[key] = key_node.start_mark.line + 1
-    return loader.construct_mapping(node)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
-
-
-def _parse_yaml(text: str, what: str) -> Any:
-    """``text`` parsed as YAML; an error names ``what`` and the line and column."""
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as e:
-        mark, problem = getattr(e, "problem_mark", None), getattr(e, "problem", None)
-        if mark is None or problem is None:
-            raise CrossalignError(f"{what}: not valid YAML: {str(e).splitlines()[0]}") from None
-        start = getattr(e, "context_mark", None)
-        context = getattr(e, "context", None)
-        if context and start:
-            problem += f" ({context} at line {start.line + 1}, column {start.column + 1})"
-        raise CrossalignError(
-            f"{what}: not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
-        ) from None
-
-
-def _declared(cls: Any, key: str) -> Any:
-    """The declared type of ``key`` inside a value of type ``cls``, without ``| None`` (Any
-    for free-form data)."""
-    if dataclasses.is_dataclass(cls):
-        found = typing.get_type_hints(cls).get(key, Any)
-    elif typing.get_origin(cls) in (list, tuple, dict):
-        found = typing.get_args(cls)[-1]
-    else:
-        found = Any
-    if typing.get_origin(found) in (typing.Union, types.UnionType):
-        found = next(a for a in typing.get_args(found) if a is not type(None))
-    return found
-
-
-def _apply_override(data: dict, dotted: str) -> None:
-    """Set ``a.b.c=value`` (value parsed as YAML) in nested ``data``; list items by index.
-
-    A path through a list needs an existing index; a path below a single value (``train.steps``)
-    or through a list the config does not set is refused, naming the override."""
-    if "=" not in dotted:
-        raise CrossalignError(f"override '{dotted}' must look like key=value, e.g. train.steps=100")
-    key, value = dotted.split("=", 1)
-    parts = key.strip().split(".")
-    if not all(parts):
-        raise CrossalignError(f"override '{dotted}': '{key}' is not a dotted key like train.steps")
-    parsed = _parse_yaml(value, f"override '{dotted}'") if value else ""
-    node: Any = data
-    cls: Any = RunConfig
-    for depth, part in enumerate(parts):
-        here = ".".join(parts[:depth])
-        if cls in (int, float, str, bool):
-            raise CrossalignError(
-                f"override '{dotted}': {here} is a single {cls.__name__}, it has no key '{part}'"
-            )
-        if isinstance(node, list):
-            if not part.isdecimal() or int(part) >= len(node):
-                n = len(node)
-                items = f"{n} item{'s' * (n != 1)} (0-{n - 1})" if node else "no items"
-                raise CrossalignError(f"override '{dotted}': {here} has {items}, not '{part}'")
-            part = int(part)
-        elif not isinstance(node, dict):
-            raise CrossalignError(f"override '{dotted}': {here}={node!r} has no key '{part}'")
-        if depth == len(parts) - 1:
-            node[part] = parsed
-            return
-        cls = _declared(cls, part)
-        if isinstance(node, dict) and part not in node:
-            if typing.get_origin(cls) in (list, tuple):
-                path = ".".join(parts[: depth + 1])
-                raise CrossalignError(
-                    f"override '{dotted}': {path} is not set, so it has no item {parts[depth + 1]}"
-                    f"; set the whole list: {path}=[...]"
-                )
-            node[part] = {}
-        node = node[part]
-
-
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> RunConfig:
     """Read a YAML run config, apply ``key=value`` overrides, and validate it.
 
@@ -425,12 +239,12 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> RunConfig
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise CrossalignError(f"{path}: not UTF-8 text (byte {e.start})") from None
-        data = _parse_yaml(text, str(path)) or {}
+        data = parse_yaml(text, str(path)) or {}
         if not isinstance(data, dict):
             raise CrossalignError(f"{path}: the top level must be a mapping of keys")
     for item in overrides:
-        _apply_override(data, item)
-    return _build(RunConfig, data, "")
+        apply_override(data, item, RunConfig)
+    return build_dataclass(RunConfig, data, "")
 
 
 def config_to_dict(cfg: RunConfig) -> dict:

@@ -3,9 +3,11 @@ reading the JSON files they leave."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -117,3 +119,44 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def read_jsonl_lines(path: str | os.PathLike) -> list[tuple[str, Any]]:
+    """Each line of a JSON-lines file with its record ([] when the file does not exist); a
+    half-written last line (power loss, disk full) is dropped with a note, a broken line
+    before it is an error naming it."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    out = []
+    for n, line in enumerate(lines, 1):
+        try:
+            out.append((line, json.loads(line)))
+        except ValueError:
+            if n == len(lines):
+                print(f"{path}:{n}: dropping a half-written last line", file=sys.stderr)
+                break
+            raise CrossalignError(
+                f"{path}:{n}: not a JSON record; delete or repair that line"
+            ) from None
+    return out
+
+
+def append_jsonl(path: str | os.PathLike, record: Any) -> None:
+    """Append ``record`` as one JSON line to ``path`` in a single write under an exclusive
+    lock, so concurrent writers never interleave; a half-written last line left by a crash
+    is cut off first (it never held a complete record)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+            os.ftruncate(fd, size - len(tail) + tail.rfind(b"\n") + 1)
+        os.write(fd, data)
+    finally:
+        os.close(fd)

@@ -11,7 +11,6 @@ checkpoint's step.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shutil
 import socket
@@ -32,7 +31,7 @@ from crossalign.checkpoint import (
     read_state,
 )
 from crossalign.errors import CrossalignError
-from crossalign.fileio import write_lines_atomic
+from crossalign.fileio import read_jsonl_lines, write_lines_atomic
 
 LOCK = ".lock"
 METRICS = "metrics.jsonl"
@@ -167,30 +166,10 @@ def _compare_settings(config: dict, checkpoint: Path, run_dir: Path) -> list[str
     return changed
 
 
-def _metrics_lines(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """Each line of ``metrics.jsonl`` with its record; a half-written last line (power loss,
-    disk full) is dropped with a note, a broken line before it is an error naming it."""
-    if not path.is_file():
-        return []
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    out = []
-    for n, line in enumerate(lines, 1):
-        try:
-            out.append((line, json.loads(line)))
-        except ValueError:
-            if n == len(lines):
-                print(f"{path}:{n}: dropping a half-written last line", file=sys.stderr)
-                break
-            raise CrossalignError(
-                f"{path}:{n}: not a JSON record; delete or repair that line"
-            ) from None
-    return out
-
-
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
     """The records of a run's ``metrics.jsonl`` in order (training lines carry ``loss``,
     held-out lines ``valid/...``); [] when there is none. A half-written last line is dropped."""
-    return [record for _, record in _metrics_lines(Path(run_dir) / METRICS)]
+    return [record for _, record in read_jsonl_lines(Path(run_dir) / METRICS)]
 
 
 def truncate_metrics(path: Path, step: int, finished: bool) -> list[str]:
@@ -204,7 +183,7 @@ def truncate_metrics(path: Path, step: int, finished: bool) -> list[str]:
         return not (finished and any(k.startswith("valid/") for k in record))
 
     keep, dropped = [], []
-    for line, record in _metrics_lines(path):
+    for line, record in read_jsonl_lines(path):
         (keep if kept(record) else dropped).append(line)
     if path.is_file():
         write_lines_atomic(path, keep)

@@ -1,0 +1,126 @@
+"""The evaluation registry: each evaluation declares its options (a dataclass), its metrics
+(direction and unit) and where its implementation lives, so the CLI, the result records and the
+report all read one description. Importing this module imports no torch."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from crossalign.errors import CrossalignError
+from crossalign.registry import Registry
+
+Unit = Literal["fraction", "percent", "ratio", "count", "nats", "perplexity", "seconds"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How one metric is read: its direction and unit, and its column header."""
+
+    label: str
+    """Column header, e.g. ``Hit@1``, ``AER``, ``Δ macro-F1``."""
+    unit: Unit
+    """``fraction`` values are shown as percentages; ``percent`` values already are."""
+    higher_is_better: bool | None = True
+    """None for counts and sizes: reported, never ranked."""
+
+
+@dataclass
+class EvalOutput:
+    """What an evaluation's implementation returns."""
+
+    metrics: dict[str, float]
+    """Flat; per layer ``L8/aer``, per bin ``bin3/translated``; every base name declared."""
+    notes: list[str] = field(default_factory=list)
+    """Lines printed above the table (gold-set summary, encoding, warnings)."""
+    legacy: dict | None = None
+    """The evaluation's own JSON payload (``--json FILE``), when it has one."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files it wrote (plots, reports), by role."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One registered evaluation."""
+
+    name: str
+    summary: str
+    """One line for ``crossalign ls evaluations`` and ``--help``."""
+    options: type
+    """A dataclass of its options; each field documented by the comment string below it."""
+    metrics: Mapping[str, Metric]
+    """Its metrics by base name (a per-layer key ``L8/aer`` has base name ``aer``)."""
+    run: str
+    """``module:function`` taking ``(model_dir: str | None, options) -> EvalOutput``;
+    imported only when the evaluation runs."""
+    model: Literal["required", "optional", "none"] = "required"
+    """Whether it reads a model."""
+    version: int = 1
+    """Bumped whenever its figures change for the same options; part of the reuse key."""
+
+    def metric(self, key: str) -> Metric:
+        """The declaration of ``key`` (``L8/aer`` → ``aer``, ``bin3/translated`` →
+        ``translated``); an undeclared key is a programming error."""
+        base = key.rsplit("/", 1)[-1]
+        if base not in self.metrics:
+            raise KeyError(f"evaluation '{self.name}' returned undeclared metric '{key}'")
+        return self.metrics[base]
+
+    def build_options(self, options: Mapping[str, Any] | Any) -> Any:
+        """Options as the dataclass, from a mapping (YAML values, did-you-mean on unknown
+        keys) or an instance."""
+        from crossalign.schema import build_dataclass
+
+        return build_dataclass(self.options, options, where=f"eval {self.name}")
+
+    def implementation(self) -> Callable[[str | None, Any], EvalOutput]:
+        """The function that runs it."""
+        module, _, func = self.run.partition(":")
+        return getattr(importlib.import_module(module), func)
+
+    def __call__(self, model_dir: str | Path | None, **options: Any) -> dict[str, float]:
+        """Run it on ``model_dir`` with keyword options; the metrics (no record written)."""
+        return evaluate(self, model_dir, self.build_options(options)).metrics
+
+
+def evaluate(evaluation: Evaluation, model_dir: str | Path | None, opts: Any) -> EvalOutput:
+    """Run ``evaluation`` with built options ``opts``, checking the model argument and that
+    every returned metric is declared."""
+    if evaluation.model == "required" and model_dir is None:
+        raise CrossalignError(f"eval {evaluation.name} needs a model: give --model DIR")
+    if evaluation.model == "none" and model_dir is not None:
+        raise CrossalignError(f"eval {evaluation.name} reads no model; drop --model")
+    out = evaluation.implementation()(None if model_dir is None else str(model_dir), opts)
+    for key in out.metrics:
+        evaluation.metric(key)
+    return out
+
+
+def options_dict(opts: Any) -> dict[str, Any]:
+    """Options as plain data for a record: paths made absolute strings, tuples lists."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Path):
+            return str(value.resolve())
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    return {f.name: plain(getattr(opts, f.name)) for f in dataclasses.fields(opts)}
+
+
+EVALS: Registry[Evaluation] = Registry("evaluation")
+"""Every evaluation, by name; filled by ``crossalign.evals.catalog``."""
+
+
+def evaluations() -> Registry[Evaluation]:
+    """The registry with the catalog loaded."""
+    import crossalign.evals.catalog  # noqa: F401  (registers the evaluations)
+
+    return EVALS
