@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from accelerate import Accelerator
 
+from crossalign.data.prepare import TrainingData
 from crossalign.data.readers import read_text
 from crossalign.lexicon.embed import load_masked_lm
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
@@ -60,11 +61,11 @@ def main() -> None:
     model.train()
     ctx = TokenContext.for_model(tok, model, args.length, language_embeddings=False)
     objectives = {"mlm": OBJECTIVES.get("mlm")(ctx)}
+    data = TrainingData.from_texts(tok, texts, args.length)
     for name in ("tcs_mlm", "scs_mlm"):
         objective = OBJECTIVES.get(name)(ctx, threshold=args.threshold, other_max=args.other_max)
-        objective.set_texts(texts)
         t = time.perf_counter()
-        objective.start(model)
+        objective.start(model, data)
         print(f"{name}: start (vocabularies + dictionary/terms) {time.perf_counter() - t:.1f} s")
         objectives[name] = objective.train()
     module = ObjectiveSet(model, objectives)

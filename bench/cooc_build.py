@@ -223,12 +223,12 @@ def glove_inputs(work: Path, langs: list[str]) -> tuple[Path, Path]:
 COOC_ONLY = [
     sys.executable,
     "-c",
-    "import argparse, sys; from crossalign.cooc.commands import add_cooc_parser; "
-    "p = argparse.ArgumentParser(); add_cooc_parser(p.add_subparsers()); "
+    "import sys; from crossalign.cli.cooc import add_parser; from crossalign.cli.generate "
+    "import Parser; p = Parser(); add_parser(p.add_subparsers()); "
     "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))",
 ]
-"""The ``cooc`` command group alone, without the rest of the CLI (whose other command
-modules import torch at start-up)."""
+"""The ``cooc`` command group alone: the start-up cost of the CLI's other command modules left
+out."""
 
 
 def build_command(

@@ -20,11 +20,13 @@ from pathlib import Path
 
 from crossalign.data.readers import read_dictionary, read_parallel, read_text
 from crossalign.evals.bli import bli_scores, build_bli_set, candidate_words
-from crossalign.evals.layers import format_table, layer_scores, plot_layers
+from crossalign.evals.layers import layer_metrics, layer_scores, plot_layers
+from crossalign.evals.registry import evaluations
 from crossalign.evals.retrieval import retrieval_accuracy, sentence_embeddings
 from crossalign.evals.rsim import mean_cosine, rsim
 from crossalign.fileio import write_json_atomic
 from crossalign.lexicon.embed import embedding_layer, load_masked_lm
+from crossalign.tables import evaluation_table
 
 DICTS = {
     "en-de": "data/freedict/en-de",
@@ -114,7 +116,7 @@ def main() -> None:
                 progress=False,
             )
             print("en-de per layer (FreeDict en-de full dictionary, CSLS, whole words):")
-            print(format_table(rows))
+            print(evaluation_table(evaluations().get("layers"), layer_metrics(rows)))
             plot_layers(rows, out / f"layers-en-de-{name}.png", f"en-de per layer: {name}")
             result["layers"] = rows
         if "retrieval" in parts:

@@ -90,7 +90,7 @@ def batches_for(cfg_overrides: list[str]):
     cfg = load_config(None, cfg_overrides)
     torch.manual_seed(cfg.train.seed)
     setup = build_setup(cfg, None)
-    examples = {"mono": setup.data.mono, "parallel": setup.data.parallel}
+    examples = setup.data.by_kind()
     samplers = {
         name: SourceSampler(
             {k: len(v) for k, v in examples[o.data].items()}, cfg.data.alpha, cfg.train.seed, i

@@ -61,6 +61,10 @@ def build_dataclass(cls: Any, raw: Any, where: str = "") -> Any:
         return [build_dataclass(item, v, f"{where}.{i}") for i, v in enumerate(raw)]
     if origin is tuple:
         items = typing.get_args(cls)
+        if len(items) == 2 and items[1] is Ellipsis:
+            if not isinstance(raw, (list, tuple)):
+                raise CrossalignError(f"{where} must be a list, got {raw!r}")
+            return tuple(build_dataclass(items[0], v, f"{where}.{i}") for i, v in enumerate(raw))
         if not isinstance(raw, (list, tuple)) or len(raw) != len(items):
             raise CrossalignError(f"{where}={raw!r} must be a list of {len(items)} values")
         return tuple(

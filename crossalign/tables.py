@@ -82,17 +82,39 @@ def metric_rows(metrics: Mapping[str, float]) -> tuple[list[str], list[str], dic
     return prefixes, bases, cells
 
 
+def row_label(prefix: str, alone: bool) -> str:
+    """The first cell of a row: ``L8`` → ``layer 8``, ``bin3`` → ``bin 3``; the metrics
+    without a prefix are ``-`` when they are the only row, else ``all``."""
+    if not prefix:
+        return "-" if alone else "all"
+    for short, long in (("L", "layer"), ("bin", "bin")):
+        rest = prefix.removeprefix(short)
+        if rest != prefix and rest.lstrip("-").isdigit():
+            return f"{long} {rest}"
+    return prefix
+
+
+CI = "_ci95"
+"""A metric ``x_ci95`` is the half-width of the 95% interval of metric ``x``: shown as
+``x ± half-width`` in x's column."""
+
+
 def evaluation_table(
     evaluation: Evaluation, metrics: Mapping[str, float], style: Style = "text"
 ) -> str:
     """One evaluation's metrics as a table: one row per prefix (layer, bin; one row when
-    there is none), one column per metric in the order the evaluation declares them."""
+    there is none), one column per metric in the order the evaluation declares them (a
+    ``<metric>_ci95`` half-width joins its metric's column)."""
     prefixes, bases, cells = metric_rows(metrics)
-    order = [b for b in evaluation.metrics if b in bases]
-    first = "" if prefixes == [""] else "layer" if all(p[:1] == "L" for p in prefixes) else "bin"
-    headers = [first or evaluation.name] + [header(b, evaluation.metrics[b]) for b in order]
+    folded = {b for b in bases if b.endswith(CI) and b.removesuffix(CI) in bases}
+    order = [b for b in evaluation.metrics if b in bases and b not in folded]
+    headers = [evaluation.name] + [header(b, evaluation.metrics[b]) for b in order]
     rows = [
-        [p or "-"] + [format_value(cells.get((p, b)), evaluation.metrics[b]) for b in order]
+        [row_label(p, len(prefixes) == 1)]
+        + [
+            format_value(cells.get((p, b)), evaluation.metrics[b], cells.get((p, b + CI)))
+            for b in order
+        ]
         for p in prefixes
     ]
     return format_table(headers, rows, style)

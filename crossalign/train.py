@@ -15,8 +15,9 @@ import math
 import shutil
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import torch
@@ -24,6 +25,7 @@ import yaml
 from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list, gather_object, set_seed
 from torch import nn
+from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_linear_schedule_with_warmup
 
@@ -742,7 +744,7 @@ def train(cfg: RunConfig, resume: str | None = None, overwrite: bool = False) ->
     sizes = _batch_sizes(cfg, accelerator.num_processes)
     start = _start_run(accelerator, cfg, resume, overwrite)
     try:
-        return _train(accelerator, cfg, start, *sizes)
+        return TrainingRun.open(accelerator, cfg, start, *sizes).run()
     except OSError as e:  # metrics.jsonl, config.yaml or the final model/ (a full disk)
         good = good_checkpoints(cfg.run_dir)
         last = f"the last good checkpoint is {good[0]}" if good else "no checkpoint was written"
@@ -755,29 +757,12 @@ def train(cfg: RunConfig, resume: str | None = None, overwrite: bool = False) ->
             start.lock.release()
 
 
-def _train(
-    accelerator: Accelerator,
-    cfg: RunConfig,
-    start: RunStart,
-    per: int,
-    batch_sizes: dict[str, int],
-    per_objective: dict[str, int],
-) -> dict[str, float]:
-    """``train`` once ``run_dir`` is this run's."""
-    run_dir = Path(cfg.run_dir)
-    tc = cfg.train
-    main = accelerator.is_main_process
-    world, rank = accelerator.num_processes, accelerator.process_index
-    resume_from = start.resume_from
-    config = config_to_dict(cfg)
-    set_seed(tc.seed)
-    setup = build_setup(cfg, resume_from, accelerator)
-    module = ObjectiveSet(setup.model, setup.objectives)
-    optimizer = build_optimizer(module, cfg)
-    scheduler = get_linear_schedule_with_warmup(optimizer, tc.warmup_steps, tc.steps)
-    module, optimizer = accelerator.prepare(module, optimizer)
-    accelerator.register_for_checkpointing(scheduler)
-    examples = {"mono": setup.data.mono, "parallel": setup.data.parallel}
+def _samplers(
+    setup: Setup, cfg: RunConfig
+) -> tuple[dict[str, dict[str, StreamingText]], dict[str, SourceSampler]]:
+    """Per objective: its streamed sources (read in order, not sampled) and the sampler of
+    its examples (seeded by ``train.seed`` and the objective's position in the config)."""
+    examples = setup.data.by_kind()
     streams = {
         name: {k: v for k, v in examples[obj.data].items() if isinstance(v, StreamingText)}
         for name, obj in setup.objectives.items()
@@ -786,133 +771,275 @@ def _train(
         name: SourceSampler(
             {k: len(v) for k, v in examples[obj.data].items()},
             cfg.data.alpha,
-            tc.seed,
+            cfg.train.seed,
             i,
             sequential=frozenset(streams[name]),
         )
         for i, (name, obj) in enumerate(setup.objectives.items())
     }
+    return streams, samplers
 
-    device = accelerator.device
-    stats = LogStats(setup.objectives, setup.weights)
-    step = 0
-    position = {n: s.state_dict() for n, s in samplers.items()}
-    metrics_path = run_dir / METRICS
-    if resume_from is not None:
+
+@dataclass
+class TrainingRun:
+    """A training run in its ``run_dir`` (taken by ``_start_run``). ``open`` builds it (and
+    loads the checkpoint it resumes from); ``run`` draws each step's batches and calls
+    ``run_step``, ``maybe_log``, ``maybe_eval`` and ``maybe_save`` in turn, then ``finish``.
+    The fields after ``stats`` change as the run goes."""
+
+    accelerator: Accelerator
+    cfg: RunConfig
+    config: dict
+    """``cfg`` as plain data (``config.yaml`` and every checkpoint's copy)."""
+    setup: Setup
+    trainer: TrainState
+    streams: dict[str, dict[str, StreamingText]]
+    samplers: dict[str, SourceSampler]
+    valid_batch_size: int
+    """Held-out micro-batch size (``evaluate``)."""
+    batch_sizes: dict[str, int]
+    """Per objective, its global batch."""
+    micro_sizes: dict[str, int]
+    """Per objective, its micro-batch on one process."""
+    stats: LogStats
+    step: int = 0
+    """Optimizer steps done."""
+    position: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The data position after ``step`` (per objective, examples drawn per source)."""
+    last_saved: Path | None = None
+    stop: StopRequest = field(default_factory=StopRequest)
+    tokens_seen: int = 0
+    """This process's tokens since the last training line of the log."""
+    last_time: float = 0.0
+    """When ``tokens_seen`` started counting (evaluation and saving time excluded)."""
+    bar: tqdm | None = None
+    log_file: TextIO | None = None
+    """``metrics.jsonl`` opened for appending (main process only)."""
+
+    @classmethod
+    def open(
+        cls,
+        accelerator: Accelerator,
+        cfg: RunConfig,
+        start: RunStart,
+        valid_batch_size: int,
+        batch_sizes: dict[str, int],
+        micro_sizes: dict[str, int],
+    ) -> TrainingRun:
+        """Seed, build data, tokenizer, model and objectives (``build_setup``), AdamW with
+        warm-up and linear decay, prepared by ``accelerator``, and the samplers; load the
+        checkpoint ``start`` resumes from; write ``config.yaml``."""
+        tc = cfg.train
+        set_seed(tc.seed)
+        setup = build_setup(cfg, start.resume_from, accelerator)
+        module = ObjectiveSet(setup.model, setup.objectives)
+        optimizer = build_optimizer(module, cfg)
+        scheduler = get_linear_schedule_with_warmup(optimizer, tc.warmup_steps, tc.steps)
+        module, optimizer = accelerator.prepare(module, optimizer)
+        accelerator.register_for_checkpointing(scheduler)
+        trainer = TrainState.of_run(accelerator, module, optimizer, scheduler, setup, cfg)
+        streams, samplers = _samplers(setup, cfg)
+        stats = LogStats(setup.objectives, setup.weights)
+        position = {n: s.state_dict() for n, s in samplers.items()}
+        sizes = (valid_batch_size, batch_sizes, micro_sizes)
+        config = config_to_dict(cfg)
+        run = cls(
+            accelerator, cfg, config, setup, trainer, streams, samplers, *sizes, stats, 0, position
+        )
+        if start.resume_from is not None:
+            run.resume(start.resume_from, start.changed)
+        if accelerator.is_main_process:
+            text = yaml.safe_dump(run.config, sort_keys=False)
+            write_text_atomic(run.run_dir / CONFIG, text)
+        return run
+
+    @property
+    def run_dir(self) -> Path:
+        """``cfg.run_dir``."""
+        return Path(self.cfg.run_dir)
+
+    def resume(self, checkpoint: Path, changed: list[str]) -> None:
+        """Continue from ``checkpoint``: weights, optimizer, schedule and RNG states, then
+        the ``changed`` settings (``_apply_changed_settings``), the step, the data position
+        and the log sums since the last training line."""
         try:
-            accelerator.load_state(str(resume_from / "trainer"))
+            self.accelerator.load_state(str(checkpoint / "trainer"))
         except Exception as e:  # a checkpoint without a manifest (older) that does not load
             raise CrossalignError(
-                f"cannot load the trainer state of {resume_from}: {str(e).splitlines()[0]}; "
+                f"cannot load the trainer state of {checkpoint}: {str(e).splitlines()[0]}; "
                 "resume from an earlier checkpoint (--resume CHECKPOINT)"
             ) from None
-        _apply_changed_settings(optimizer, scheduler, cfg, start.changed)
-        state = read_state(resume_from)
-        step = int(state["step"])
-        position = state["data"]
-        stats.load_state_dict(state.get("log", {}), device)
-        for name, sampler in samplers.items():
-            sampler.load_state_dict(position.get(name, {}))
+        _apply_changed_settings(self.trainer.optimizer, self.trainer.scheduler, self.cfg, changed)
+        state = read_state(checkpoint)
+        self.step = int(state["step"])
+        self.position = state["data"]
+        self.stats.load_state_dict(state.get("log", {}), self.accelerator.device)
+        for name, sampler in self.samplers.items():
+            sampler.load_state_dict(self.position.get(name, {}))
+        self.last_saved = checkpoint
+        if self.accelerator.is_main_process:
+            tqdm.write(f"resumed from {checkpoint} at step {self.step}")
+            if changed:
+                tqdm.write("changed settings applied from here: " + "; ".join(changed))
+
+    def run(self) -> dict[str, float]:
+        """Train from ``step`` to ``train.steps`` (first Ctrl-C: checkpoint and stop), then
+        ``finish``; prints the summary and returns the final held-out metrics."""
+        main, tc = self.accelerator.is_main_process, self.cfg.train
+        previous_handler = signal.signal(signal.SIGINT, self.stop)
+        self.tokens_seen, self.last_time = 0, time.perf_counter()
+        self.bar = tqdm(
+            total=tc.steps, initial=self.step, disable=not main, desc="train", unit="step"
+        )
+        self.trainer.module.train()
+        try:
+            loader, objectives = self._loader(), self.setup.objectives
+            metrics = self.run_dir / METRICS
+            with open(metrics, "a", encoding="utf-8") if main else contextlib.nullcontext() as log:
+                self.log_file = log
+                for item in loader:
+                    self.run_step([finish_collation(objectives, c) for c in item.micro])
+                    self.position = item.position
+                    self.maybe_log()
+                    self.maybe_eval()
+                    self.maybe_save()
+                held = self.finish()
+        finally:
+            self.bar.close()  # an error message then starts on its own line
+            signal.signal(signal.SIGINT, previous_handler)
         if main:
-            tqdm.write(f"resumed from {resume_from} at step {step}")
-            if start.changed:
-                tqdm.write("changed settings applied from here: " + "; ".join(start.changed))
-    if main:
-        write_text_atomic(run_dir / "config.yaml", yaml.safe_dump(config, sort_keys=False))
+            _print_summary(self.run_dir, held, self.cfg)
+        self.accelerator.wait_for_everyone()
+        return held
 
-    stop = StopRequest()
-    previous_handler = signal.signal(signal.SIGINT, stop)
-    tokens_seen, last_time = 0, time.perf_counter()
-    last_saved: Path | None = resume_from
-    bar = tqdm(total=tc.steps, initial=step, disable=not main, desc="train", unit="step")
-    module.train()
+    def _loader(self) -> DataLoader:
+        """The draws of steps ``step + 1`` ... ``train.steps`` from the data ``position``,
+        this process's slices collated (``step_loader``)."""
+        tc = self.cfg.train
+        rank = self.accelerator.process_index
+        examples = self.setup.data.by_kind()
+        collator = StepCollator(
+            self.setup.objectives, examples, tc.seed, rank, tc.grad_accum, self.micro_sizes
+        )
+        plan = StepPlan(
+            self.samplers, self.step, tc.steps, self.batch_sizes, self.streams, self.position
+        )
+        return step_loader(collator, plan, self.cfg.data.num_workers)
 
-    def save(step: int) -> Path:
-        finite = torch.tensor(float(_all_finite(module, optimizer)), device=device)
-        if accelerator.reduce(finite, "sum").item() < world:  # sharded states differ by process
-            raise _divergence(run_dir, step + 1, f"weights became non-finite at step {step}", main)
-        return save_checkpoint(
+    def run_step(self, micro: list[dict[str, dict[str, torch.Tensor]]]) -> None:
+        """Optimizer step ``step + 1`` on this process's collated micro-batches (``train_step``)
+        and its log sums; one-line errors for a step that does not fit in memory and for a
+        non-finite one (which moves the checkpoints its weights gave aside)."""
+        try:
+            outcome = train_step(self.trainer, micro, self.step + 1)
+        except (torch.OutOfMemoryError, RuntimeError) as e:
+            raise _out_of_memory(e, self.cfg, self.micro_sizes, self.step + 1) from None
+        if not outcome.finite:
+            main = self.accelerator.is_main_process
+            raise _divergence(self.run_dir, self.step, outcome.problem, main)
+        self.tokens_seen += outcome.tokens
+        for micro_results in outcome.results:
+            self.stats.add(micro_results, 1.0 / self.cfg.train.grad_accum)
+        self.step += 1
+        self.stats.steps += 1
+        self.bar.update(1)
+
+    def _emit(self, record: dict) -> None:
+        """Append ``record`` to ``metrics.jsonl`` (main process)."""
+        if self.log_file is not None:
+            self.log_file.write(json.dumps(record) + "\n")
+            self.log_file.flush()
+
+    def maybe_log(self) -> None:
+        """Every ``train.log_every`` steps and after the last: a training line (step, lr,
+        processes, the ``LogStats`` means since the last line, tokens/s over all processes)."""
+        tc, step = self.cfg.train, self.step
+        if step % tc.log_every and step != tc.steps:
+            return
+        accelerator = self.accelerator
+        now = time.perf_counter()
+        lr = self.trainer.scheduler.get_last_lr()[0]
+        record = {"step": step, "lr": lr, "processes": accelerator.num_processes}
+        record.update(self.stats.flush(accelerator))
+        seen = torch.tensor(float(self.tokens_seen), device=accelerator.device)
+        tokens = accelerator.reduce(seen, "sum").item()
+        record["tokens_per_s"] = tokens / max(now - self.last_time, 1e-9)
+        self.tokens_seen, self.last_time = 0, now
+        self.bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}")
+        self._emit(record)
+
+    def _evaluate(self) -> dict[str, float]:
+        """Held-out metrics now (``evaluate``), appended to the log when there are any."""
+        held = evaluate(
+            self.accelerator,
+            self.trainer.module,
+            self.setup.data,
+            self.valid_batch_size,
+            self.cfg.train.seed,
+        )
+        if held:
+            self._emit({"step": self.step, **held})
+        return held
+
+    def maybe_eval(self) -> None:
+        """Every ``train.eval_every`` steps before the last: held-out metrics, logged and
+        shown."""
+        tc, step = self.cfg.train, self.step
+        if not (tc.eval_every and step % tc.eval_every == 0 and step < tc.steps):
+            return
+        held = self._evaluate()
+        if held:
+            self.bar.write(f"step {step}: " + _describe(held))
+        self.last_time = time.perf_counter()
+
+    def maybe_save(self) -> None:
+        """Every ``train.save_every`` steps a checkpoint; after a Ctrl-C one too, then stop
+        with the command that continues."""
+        tc, step = self.cfg.train, self.step
+        if (tc.save_every and step % tc.save_every == 0) or self.stop.requested:
+            self.save()
+            self.last_time = time.perf_counter()
+        if self.stop.requested:
+            self.bar.close()
+            raise CrossalignError(
+                f"interrupted at step {step}; checkpoint saved to {self.last_saved}; "
+                f"continue with: crossalign train ... --resume"
+            )
+
+    def save(self) -> None:
+        """Checkpoint ``step`` (``save_checkpoint``) once every process holds finite weights
+        and optimizer states; non-finite ones stop the run as a divergence."""
+        accelerator, module = self.accelerator, self.trainer.module
+        main, step = accelerator.is_main_process, self.step
+        finite = float(_all_finite(module, self.trainer.optimizer))
+        finite = torch.tensor(finite, device=accelerator.device)
+        # sharded states differ by process
+        if accelerator.reduce(finite, "sum").item() < accelerator.num_processes:
+            what = f"weights became non-finite at step {step}"
+            raise _divergence(self.run_dir, step + 1, what, main)
+        self.last_saved = save_checkpoint(
             accelerator,
             module,
-            setup.tokenizer,
-            run_dir,
+            self.setup.tokenizer,
+            self.run_dir,
             step,
-            position=position,
-            log_state=stats.state_dict(accelerator),
-            config=config,
-            keep=tc.keep_checkpoints,
+            position=self.position,
+            log_state=self.stats.state_dict(accelerator),
+            config=self.config,
+            keep=self.cfg.train.keep_checkpoints,
         )
 
-    trainer = TrainState.of_run(accelerator, module, optimizer, scheduler, setup, cfg)
-    collator = StepCollator(setup.objectives, examples, tc.seed, rank, tc.grad_accum, per_objective)
-    plan = StepPlan(samplers, step, tc.steps, batch_sizes, streams, position)
-    loader = step_loader(collator, plan, cfg.data.num_workers)
-    try:
-        with open(metrics_path, "a", encoding="utf-8") if main else contextlib.nullcontext() as log:
-
-            def emit(record: dict) -> None:
-                if main:
-                    log.write(json.dumps(record) + "\n")
-                    log.flush()
-
-            for item in loader:
-                micro = [finish_collation(setup.objectives, c) for c in item.micro]
-                try:
-                    outcome = train_step(trainer, micro, step + 1)
-                except (torch.OutOfMemoryError, RuntimeError) as e:
-                    raise _out_of_memory(e, cfg, per_objective, step + 1) from None
-                if not outcome.finite:
-                    raise _divergence(run_dir, step, outcome.problem, main)
-                tokens_seen += outcome.tokens
-                for micro_results in outcome.results:
-                    stats.add(micro_results, 1.0 / tc.grad_accum)
-                step += 1
-                position = item.position
-                stats.steps += 1
-                bar.update(1)
-                if step % tc.log_every == 0 or step == tc.steps:
-                    now = time.perf_counter()
-                    record = {"step": step, "lr": scheduler.get_last_lr()[0], "processes": world}
-                    record.update(stats.flush(accelerator))
-                    tokens = accelerator.reduce(
-                        torch.tensor(float(tokens_seen), device=device), "sum"
-                    ).item()
-                    record["tokens_per_s"] = tokens / max(now - last_time, 1e-9)
-                    tokens_seen, last_time = 0, now
-                    bar.set_postfix(
-                        loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}"
-                    )
-                    emit(record)
-                if tc.eval_every and step % tc.eval_every == 0 and step < tc.steps:
-                    held = evaluate(accelerator, module, setup.data, per, tc.seed)
-                    if held:
-                        emit({"step": step, **held})
-                        bar.write(f"step {step}: " + _describe(held))
-                    last_time = time.perf_counter()
-                if (tc.save_every and step % tc.save_every == 0) or stop.requested:
-                    last_saved = save(step)
-                    last_time = time.perf_counter()
-                if stop.requested:
-                    bar.close()
-                    raise CrossalignError(
-                        f"interrupted at step {step}; checkpoint saved to {last_saved}; "
-                        f"continue with: crossalign train ... --resume"
-                    )
-            bar.close()
-            if last_saved is None or last_saved.name != checkpoint_name(step):
-                last_saved = save(step)
-            held = evaluate(accelerator, module, setup.data, per, tc.seed)
-            if held:
-                emit({"step": step, **held})
-            if main:
-                _export_model(accelerator, module, setup.tokenizer, run_dir / "model")
-    finally:
-        bar.close()  # an error message then starts on its own line
-        signal.signal(signal.SIGINT, previous_handler)
-    if main:
-        _print_summary(run_dir, held, cfg)
-    accelerator.wait_for_everyone()
-    return held
+    def finish(self) -> dict[str, float]:
+        """After the last step: its checkpoint (unless just saved), the final held-out metrics
+        (logged and returned) and the exported ``model/``."""
+        self.bar.close()
+        if self.last_saved is None or self.last_saved.name != checkpoint_name(self.step):
+            self.save()
+        held = self._evaluate()
+        if self.accelerator.is_main_process:
+            module, tokenizer = self.trainer.module, self.setup.tokenizer
+            _export_model(self.accelerator, module, tokenizer, self.run_dir / "model")
+        return held
 
 
 def _export_model(
@@ -941,7 +1068,7 @@ def _print_summary(run_dir: Path, held: dict[str, float], cfg: RunConfig) -> Non
             f"(loss {held['valid/tlm_loss']:.4f})"
         )
     print(f"model: {run_dir / 'model'} (AutoModelForMaskedLM.from_pretrained loads it)")
-    print(f"metrics: {run_dir / 'metrics.jsonl'}; config: {run_dir / 'config.yaml'}")
+    print(f"metrics: {run_dir / METRICS}; config: {run_dir / CONFIG}")
     print(
         "next: continue training with 'crossalign train --config ... "
         f"run_dir={run_dir}-more model.path={run_dir / 'model'}', or resume this run with "

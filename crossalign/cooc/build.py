@@ -24,14 +24,13 @@ How it scales (GloVe's ``cooccur`` without its dense table, vectorised in numpy)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing as mp
 import os
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -586,12 +585,6 @@ def _progress(chunks: Iterator[tuple[Chunk, int]], total: int, show: bool) -> It
             bar.update(size)
 
 
-def vocabulary_fingerprint(vocab: dict[str, int]) -> str:
-    """sha256 of a tokenizer's token → id map, to check a matrix matches a tokenizer."""
-    text = json.dumps(sorted(vocab.items(), key=lambda kv: kv[1]), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def load_vocabulary(tokenizer_dir: str | os.PathLike) -> tuple[str, dict[str, int]]:
     """(tokenizers JSON, token → id map with added tokens) of a Hugging Face fast tokenizer
     directory. Reads ``tokenizer.json`` with the json module when present (no tokenizer
@@ -634,7 +627,7 @@ def build_matrix(
     in ``tokenizer_dir`` and write the matrix directory ``out_dir`` atomically (see
     ``crossalign.cooc.matrix``). With ``pretokenized`` the files hold that tokenizer's ids.
     Returns the written meta."""
-    from crossalign.cooc.matrix import write_matrix
+    from crossalign.cooc.matrix import vocabulary_fingerprint, write_matrix
 
     tokenizer_json, vocab = load_vocabulary(tokenizer_dir)
     vocab_size = max(vocab.values()) + 1
@@ -675,14 +668,74 @@ def build_matrix(
     return write_matrix(out_dir, result.indptr, result.indices, result.data, meta, log_fp16)
 
 
+def text_sources(
+    corpus: str | None, languages: str | None, texts: Sequence[str]
+) -> list[tuple[str, list[str]]]:
+    """(language, files) in language order from a built ``corpus`` (its train text; only the
+    comma-separated ``languages`` when given) and ``LANG=FILE`` items of ``texts``."""
+    from crossalign.languages import check_language
+
+    files: dict[str, list[str]] = {}
+    if corpus:
+        from crossalign.data.corpus import resolve_corpus
+
+        langs = [x.strip() for x in (languages or "").split(",") if x.strip()] or None
+        files = {k: list(v) for k, v in resolve_corpus(corpus, langs)["mono"].items()}
+    elif languages:
+        raise CrossalignError("--languages selects languages of --corpus; give --corpus too")
+    for item in texts:
+        lang, sep, path = item.partition("=")
+        if not sep or not lang or not path:
+            raise CrossalignError(f"--text '{item}' must look like LANG=FILE, e.g. en=train.en")
+        check_language(lang, "--text")
+        files.setdefault(lang, []).append(path)
+    if not files:
+        raise CrossalignError("no text: give --corpus DIR (from 'crossalign data ...') or --text")
+    return sorted(files.items())
+
+
+def build_from_text(
+    out_dir: str | os.PathLike,
+    *,
+    tokenizer: str | None = None,
+    model: str | None = None,
+    corpus: str | None = None,
+    languages: str | None = None,
+    texts: Sequence[str] = (),
+    window: int = 2,
+    reference: str | None = None,
+    pretokenized: bool = False,
+    num_proc: int = 1,
+    log_fp16: bool = False,
+    command: str = "",
+    progress: bool = False,
+) -> dict:
+    """``crossalign cooc build``: ``build_matrix`` over the text of ``text_sources`` with the
+    tokenizer in ``tokenizer`` (else the one of ``model``). Options are checked before any
+    text is read. Returns the written meta."""
+    tokenizer_dir = tokenizer or model
+    if not tokenizer_dir:
+        raise CrossalignError(
+            "give the tokenizer the matrix is for: --tokenizer DIR or --model DIR"
+        )
+    if num_proc < 1:
+        raise CrossalignError(f"--num-proc {num_proc} must be >= 1")
+    sources = text_sources(corpus, languages, texts)
+    return build_matrix(
+        out_dir, sources, tokenizer_dir, window, reference, pretokenized, num_proc, log_fp16,
+        command, progress,
+    )  # fmt: skip
+
+
 __all__ = [
     "BuildResult",
     "CountRuns",
+    "build_from_text",
     "build_matrix",
     "count_cooccurrences",
     "count_pairs",
     "distance_weights",
     "merge_counts",
+    "text_sources",
     "upper_csr",
-    "vocabulary_fingerprint",
 ]

@@ -18,13 +18,17 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from crossalign.cooc.matrix import CoocMatrix
 from crossalign.errors import CrossalignError
+from crossalign.evals.registry import EvalOutput
 from crossalign.fileio import atomic_path, write_json_atomic
+
+if TYPE_CHECKING:
+    from crossalign.evals.options import CoocCompareOptions
 
 _WORD = re.compile(r"[^\W\d_]+")
 
@@ -227,26 +231,24 @@ def compare_phrases(
     }
 
 
-def format_table(result: dict[str, Any]) -> str:
-    """The per-bin statistics as an aligned text table."""
-    lang_a, lang_b = result["languages"]
-    head = f"{'X_' + lang_a + ' bin':<18} {'n':>6}  {'translated |Δ log X|':>26}  {'random':>26}"
-    lines = [head, "-" * len(head)]
+def compare_metrics(result: dict[str, Any]) -> dict[str, float]:
+    """The statistics of ``compare_phrases`` as flat metrics: overall ``n`` (the phrases),
+    ``translated`` and ``random`` (mean |Δ log X|) with their 95% half-widths
+    (``translated_ci95``, ``random_ci95``), and the same per decade ``bin<k>/...`` (X_a in
+    [10^k, 10^(k+1)))."""
 
-    def cell(s: dict[str, Any]) -> str:
-        return f"{s['mean']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]"
+    def row(n: int, stats: dict[str, Any]) -> dict[str, float]:
+        out: dict[str, float] = {"n": n}
+        for key in ("translated", "random"):
+            mean, (lo, hi) = stats[key]["mean"], stats[key]["ci95"]
+            out[key], out[f"{key}_ci95"] = mean, (hi - lo) / 2
+        return out
 
-    for row in result["bins"]:
-        lo, hi = row["bin"]
-        label = f"[{lo:g}, {hi:g})"
-        lines.append(
-            f"{label:<18} {row['n']:>6}  {cell(row['translated']):>26}  {cell(row['random']):>26}"
-        )
-    o = result["overall"]
-    lines.append(
-        f"{'all':<18} {result['phrases']:>6}  {cell(o['translated']):>26}  {cell(o['random']):>26}"
-    )
-    return "\n".join(lines)
+    metrics = row(result["phrases"], result["overall"])
+    for b in result["bins"]:
+        k = round(math.log10(b["bin"][0]))
+        metrics.update({f"bin{k}/{name}": v for name, v in row(b["n"], b).items()})
+    return metrics
 
 
 def plot(result: dict[str, Any], path: str | os.PathLike) -> None:
@@ -288,3 +290,54 @@ def write_report(result: dict[str, Any], out_dir: str | os.PathLike) -> tuple[Pa
     write_json_atomic(out_dir / "compare.json", result)
     plot(result, out_dir / "compare.png")
     return out_dir / "compare.json", out_dir / "compare.png"
+
+
+def evaluate_compare(model_dir: None, opts: CoocCompareOptions) -> EvalOutput:
+    """``eval cooc-compare``: ``compare_phrases`` on the options' matrices, text and
+    dictionary; writes ``compare.json`` and ``compare.png`` to ``opts.out``."""
+    from crossalign.data.readers import read_dictionary, read_mono
+    from crossalign.data.tokenizer import load_tokenizer
+
+    lang_a, lang_b = opts.languages()
+    matrix_a = CoocMatrix(opts.matrix)
+    matrix_b = CoocMatrix(opts.matrix_b) if opts.matrix_b else matrix_a
+    if opts.corpus:
+        from crossalign.data.corpus import resolve_corpus
+
+        mono = resolve_corpus(opts.corpus, [lang_a, lang_b])["mono"]
+        files_a, files_b = mono[lang_a], mono[lang_b]
+    else:
+        files_a, files_b = opts.text_a, opts.text_b
+    if not files_a or not files_b:
+        raise CrossalignError("give --corpus DIR, or --text-a FILE and --text-b FILE")
+    name = opts.tokenizer or matrix_a.meta["tokenizer"]["path"]
+    tokenizer = load_tokenizer(name)
+    for m in {matrix_a.path: matrix_a, matrix_b.path: matrix_b}.values():
+        m.check_tokenizer(tokenizer, name, "pass the matrices' tokenizer with --tokenizer")
+    result = compare_phrases(
+        matrix_a,
+        matrix_b,
+        lang_a,
+        lang_b,
+        read_mono(list(files_a)),
+        read_mono(list(files_b)),
+        read_dictionary(opts.dict),
+        tokenizer,
+        min_count=opts.min_count,
+        seed=opts.seed,
+    )
+    result["matrices"] = [str(matrix_a.path), str(matrix_b.path)]
+    result["dictionary"] = str(opts.dict)
+    result["texts"] = {lang_a: [str(f) for f in files_a], lang_b: [str(f) for f in files_b]}
+    json_path, png_path = write_report(result, opts.out)
+    notes = [
+        f"{lang_a} phrases and their {lang_b} translations: |log X_{lang_a} - log X_{lang_b}| "
+        f"against random {lang_b} pairs, ± the 95% half-width; bin k: X_{lang_a} in "
+        f"[10^k, 10^(k+1)); wrote {json_path} and {png_path}"
+    ]
+    return EvalOutput(
+        metrics=compare_metrics(result),
+        notes=notes,
+        legacy=result,
+        files={"report": str(json_path), "plot": str(png_path)},
+    )

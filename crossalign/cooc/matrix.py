@@ -20,6 +20,7 @@ on the first lookup with CUDA tensors.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -105,6 +106,12 @@ def csr_lookup(
     return values, found
 
 
+def vocabulary_fingerprint(vocab: dict[str, int]) -> str:
+    """sha256 of a tokenizer's token → id map, to check a matrix matches a tokenizer."""
+    text = json.dumps(sorted(vocab.items(), key=lambda kv: kv[1]), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class CoocMatrix:
     """A co-occurrence matrix directory written by ``crossalign cooc build``."""
 
@@ -146,6 +153,27 @@ class CoocMatrix:
         longest = int(np.diff(self.indptr).max()) if v else 0
         self.steps = longest.bit_length()
         self._tensors: dict[torch.device, tuple[torch.Tensor, ...]] = {}
+
+    def check_tokenizer(
+        self, tokenizer: Any | None, name: str, fix: str, vocab_size: int | None = None
+    ) -> None:
+        """Raise unless the matrix was counted in the token ids of ``tokenizer`` (called
+        ``name`` in the message; None skips this check): its vocabulary fingerprint must be
+        the one recorded at build time and, with ``vocab_size`` (a model's), the matrix may
+        cover no more ids. ``fix`` ends the message."""
+        recorded = self.meta.get("tokenizer", {})
+        if tokenizer is not None and recorded.get("fingerprint") != vocabulary_fingerprint(
+            tokenizer.get_vocab()
+        ):
+            raise CrossalignError(
+                f"co-occurrence matrix {self.path} was built with another tokenizer "
+                f"({recorded.get('path')}) than {name}; {fix}"
+            )
+        if vocab_size is not None and self.vocab_size > vocab_size:
+            raise CrossalignError(
+                f"co-occurrence matrix {self.path} covers {self.vocab_size} token ids but the "
+                f"model has {vocab_size}; {fix}"
+            )
 
     @property
     def vocab_size(self) -> int:

@@ -94,3 +94,36 @@ def resolve_corpus(
             f"{'is' if len(empty_train) == 1 else 'are'} empty; rebuild the corpus"
         )
     return out
+
+
+def language_text(
+    corpus: str | Path | None, files: list[str] | None, lang: str, limit: int
+) -> list[str]:
+    """Up to ``limit`` lines of ``lang``: the given files, else the train files of ``lang`` in
+    the built corpus ``corpus`` (every pair it occurs in), exact duplicates read once."""
+    from crossalign.data.readers import read_mono
+
+    if files:
+        lines = read_mono(files)
+    elif corpus:
+        found = resolve_corpus(corpus)["mono"]
+        if lang not in found:
+            raise CrossalignError(
+                f"corpus {corpus} has no language '{lang}'; it has: {', '.join(sorted(found))}"
+            )
+        lines = read_mono(found[lang])
+    else:
+        raise CrossalignError(
+            f"no text for '{lang}': give --corpus DIR, or --src-text and --tgt-text FILE..."
+        )
+    return lines[:limit]
+
+
+def pair_from_dictionary_dir(path: str | Path) -> tuple[str, str] | None:
+    """(src, tgt) from a dictionary's directory name ``<src>-<tgt>`` (``data/freedict/en-de``);
+    None when the name has no hyphen."""
+    name = Path(path).parent.name
+    if "-" in name:
+        src, tgt = name.split("-", 1)
+        return src, tgt
+    return None

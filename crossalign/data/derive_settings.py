@@ -4,10 +4,12 @@ building the CLI parser stays light."""
 
 from __future__ import annotations
 
+import argparse
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from crossalign.cli.generate import opt, options_from
 from crossalign.errors import CrossalignError
 from crossalign.languages import DERIVED_LANG
 
@@ -40,26 +42,27 @@ class DeriveSettings:
     of the same name (``--dict-fraction`` for ``dict_fraction``)."""
 
     transform: str
-    """A transform or a composition, as given (e.g. ``trans+inv``)."""
-    corpus: tuple[str, ...]
-    """English text: built corpora (their English side) or text files."""
-    overlap: float = 0.0
+    """trans, inv, syn or a composition such as trans+inv, trans+syn (as given)."""
+    corpus: tuple[str, ...] = opt(append=True, metavar="DIR_OR_FILE")
+    """English text: a built corpus (its English side, e.g. data/bible) or a text file; repeat
+    to combine."""
+    overlap: float = opt(0.0, metavar="P")
     """PERCENT of token types shared (not twinned), in [0, 100]; the card stores a fraction."""
     dict_fraction: float = 0.25
     """Fraction in (0, 1] of the twinned vocabulary in the training dictionary."""
     parallel_fraction: float = 0.25
     """Fraction in (0, 1] of the training sentences also written as pairs for TLM."""
-    tokenizer: str | None = None
+    tokenizer: str | None = opt(None, metavar="DIR")
     """English unigram tokenizer to twin; None (or empty) trains one of ``vocab_size``."""
     vocab_size: int = 8000
     """Vocabulary (token types) of the English tokenizer trained without ``tokenizer``."""
-    max_lines: int | None = None
+    max_lines: int | None = opt(None, metavar="N")
     """Seeded sample of this many English training lines; None: all."""
     seed: int = 0
     """Seed of every random choice."""
-    valid: int = 1000
+    valid: int = opt(1000, metavar="N")
     """Valid lines split off a text file (at most 10% of it)."""
-    test: int = 1000
+    test: int = opt(1000, metavar="N")
     """Test lines split off a text file (at most 10% of it)."""
 
     def __post_init__(self) -> None:
@@ -134,19 +137,9 @@ class DeriveSettings:
         return shlex.join(words)
 
     @classmethod
-    def from_args(cls, args: Any, transform: str | None = None) -> DeriveSettings:
-        """The settings an argparse namespace of ``add_derive_arguments`` holds, with another
+    def from_args(cls, args: argparse.Namespace, transform: str | None = None) -> DeriveSettings:
+        """The settings of parsed ``add_options(parser, DeriveSettings)`` flags, with another
         ``transform`` where given (``study derived`` takes several)."""
-        return cls(
-            transform=args.transform if transform is None else transform,
-            corpus=args.corpus,
-            overlap=args.overlap,
-            dict_fraction=args.dict_fraction,
-            parallel_fraction=args.parallel_fraction,
-            tokenizer=args.tokenizer,
-            vocab_size=args.vocab_size,
-            max_lines=args.max_lines,
-            seed=args.seed,
-            valid=args.valid,
-            test=args.test,
-        )
+        if transform is not None:
+            args = argparse.Namespace(**{**vars(args), "transform": transform})
+        return options_from(args, cls)

@@ -8,6 +8,7 @@ import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,13 @@ from crossalign.data.sampling import language_probs
 from crossalign.data.store import (
     CHUNK_LINES,
     VERSION,
+    MonoText,
     PackedBlocks,
     PairText,
     Source,
     TokenStore,
     build_store,
+    dtype_for,
     missing_shards,
     open_store,
     tokenizer_fingerprint,
@@ -205,6 +208,48 @@ class TrainingData:
     def languages(self) -> list[str]:
         """Every language of the training sources, sorted."""
         return sorted({*self.store.languages(), *self.mono})
+
+    def by_kind(self) -> dict[str, dict[str, Any]]:
+        """The training examples by the kind of data an objective reads (``Objective.data``):
+        ``mono`` blocks per language, ``parallel`` pairs per pair."""
+        return {"mono": self.mono, "parallel": self.parallel}
+
+    @classmethod
+    def from_texts(
+        cls, tokenizer: PreTrainedTokenizerBase, texts: dict[str, Sequence[str]], max_length: int
+    ) -> TrainingData:
+        """Training data held in memory: monolingual ``texts`` (language → lines) tokenized
+        as a store tokenizes them (lines stripped, blank lines dropped, no special tokens)
+        and packed into blocks of ``max_length``; no pairs, no held-out data. For objectives
+        started outside a run (tests, benchmarks): ``start(model, data)`` sees what it sees
+        on a store of the same text."""
+        sep = tokenizer.sep_token_id
+        mono = {lang: MonoText(_TextPieces(tokenizer, lines), sep) for lang, lines in texts.items()}
+        manifest = {"tokenizer": tokenizer_fingerprint(tokenizer), "sep_id": sep}
+        store = TokenStore(Path("<memory>"), manifest, mono, {}, {}, {})
+        return training_data(store, tokenizer, max_length, 0)
+
+
+class _TextPieces:
+    """One language's text in memory as the single piece a ``MonoText`` reads: ``ids`` in the
+    stream form (every sentence followed by ``sep``) and the sentence ``offsets``."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, lines: Sequence[str]) -> None:
+        stripped = [t.strip() for t in lines]
+        encoded = tokenizer([t for t in stripped if t], add_special_tokens=False)["input_ids"]
+        lengths = np.array([len(ids) + 1 for ids in encoded], dtype=np.int64)
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        stream = [t for ids in encoded for t in (*ids, tokenizer.sep_token_id)]
+        ids = np.array(stream, dtype=dtype_for(len(tokenizer)))
+        self.arrays = {"ids": ids, "offsets": offsets}
+        self.names = ["memory"]
+        self.sentences = np.array([len(encoded)], dtype=np.int64)
+        self.tokens = np.array([len(ids)], dtype=np.int64)
+
+    def array(self, i: int, name: str) -> np.ndarray:
+        """Array ``name`` (``ids`` or ``offsets``) of the one piece (``i`` = 0)."""
+        return self.arrays[name]
 
 
 def training_data(

@@ -1,2 +1,6 @@
-"""Evaluations: each returns ``dict[str, float]`` and declares ``HIGHER_IS_BETTER`` per metric
-(e.g. ``aer``: word alignment error rate against gold test sets read by ``gold``)."""
+"""Evaluations: each is registered in ``catalog`` with its options (``options``), its metrics
+(direction and unit) and an implementation ``(model_dir, options) -> EvalOutput``; ``results``
+runs one and appends its record (see ``registry``). Importing the package fills the registry
+(the catalog imports no torch)."""
+
+from crossalign.evals import catalog  # noqa: F401  (registers the evaluations)

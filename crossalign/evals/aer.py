@@ -4,13 +4,26 @@ and the reader of predicted alignments in Pharaoh format."""
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crossalign.data.readers import iter_lines
 from crossalign.errors import CrossalignError
-from crossalign.evals.gold import GoldAlignments, Link
+from crossalign.evals.gold import (
+    READ_AS,
+    GoldAlignments,
+    Link,
+    gold_summary,
+    read_gold_links,
+    read_parallel,
+    read_testset,
+    text_beside,
+)
+from crossalign.evals.registry import EvalOutput
 
-HIGHER_IS_BETTER = {"aer": False, "precision": True, "recall": True}
-"""The metrics ``aer_scores`` returns, and whether a higher value is better."""
+if TYPE_CHECKING:
+    from crossalign.evals.options import AEROptions
 
 
 def read_pharaoh(
@@ -71,3 +84,88 @@ def aer_scores(pred: list[set[Link]], gold: GoldAlignments) -> dict[str, float]:
         "precision": a_possible / n_pred if n_pred else 0.0,
         "recall": a_sure / n_sure if n_sure else 0.0,
     }
+
+
+def evaluate_aer(model_dir: str | None, opts: AEROptions) -> EvalOutput:
+    """``eval aer``: predictions (``opts.pred``) scored against ``opts.gold``, or the model's
+    alignments of ``opts.testset`` at each of ``opts.layers`` (metrics ``L<n>/aer`` ...)."""
+    if opts.pred and model_dir:
+        raise CrossalignError("give either --pred with --gold, or --model with --testset, not both")
+    if opts.text and not (opts.gold and Path(opts.gold).is_file()):
+        raise CrossalignError(
+            "--text goes with a links file as --gold; a test-set folder has its own text files"
+        )
+    if opts.pred:
+        return _score_predictions(opts)
+    if model_dir:
+        return _score_model(model_dir, opts)
+    raise CrossalignError("give --pred with --gold, or --model with --testset")
+
+
+def _score_predictions(opts: AEROptions) -> EvalOutput:
+    """AER of the Pharaoh file ``opts.pred`` against ``opts.gold`` (a test-set folder, or a
+    links file checked against its text when there is one)."""
+    if not opts.gold:
+        raise CrossalignError("--pred needs --gold: a test-set folder or an alignv2.txt file")
+    gold_path = Path(opts.gold)
+    name = gold_path.name
+    if gold_path.is_dir():
+        testset = read_testset(gold_path, opts.gold_ids)
+        lengths = [(len(s), len(t)) for s, t in zip(testset.src, testset.tgt)]
+        pred = read_pharaoh(opts.pred, lengths)
+        gold = testset.gold
+    elif text := opts.text or text_beside(gold_path):
+        src, tgt = read_parallel(*text)
+        lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
+        gold = read_gold_links(gold_path, lengths, opts.gold_ids)
+        pred = read_pharaoh(opts.pred, lengths)
+        name = f"{name} on {Path(text[0]).name}, {Path(text[1]).name}"
+    else:
+        gold = read_gold_links(gold_path, ids=opts.gold_ids)
+        pred = read_pharaoh(opts.pred)
+        if len(pred) != len(gold.sure):
+            raise CrossalignError(
+                f"{opts.pred} has {len(pred)} lines but the gold {gold_path} has "
+                f"{len(gold.sure)} sentences when its ids are read {READ_AS[gold.ids]}; "
+                f"give the text files with --text SRC_FILE TGT_FILE, or the id rule with "
+                f"--gold-ids"
+            )
+        print(
+            f"note: no test.<l1>, test.<l2> beside {gold_path} and no --text SRC_FILE "
+            f"TGT_FILE: word positions of gold and predicted links are not checked",
+            file=sys.stderr,
+        )
+    scores = aer_scores(pred, gold)
+    return EvalOutput(
+        metrics=scores,
+        notes=[gold_summary(name, gold, opts.gold_ids)],
+        legacy={Path(opts.pred).name: scores},
+    )
+
+
+def _score_model(model_dir: str, opts: AEROptions) -> EvalOutput:
+    """AER of the model's alignments of ``opts.testset`` at each layer of ``opts.layers``."""
+    from crossalign.align.aligner import load_aligner
+    from crossalign.evals.options import parse_layers
+
+    if not opts.testset:
+        raise CrossalignError("--model needs --testset: a test-set folder such as de-en/")
+    testset = read_testset(opts.testset, opts.gold_ids)
+    layers = parse_layers(opts.layers)
+    languages = (testset.src_lang, testset.tgt_lang)
+    aligner = load_aligner(model_dir, opts, layers, languages, opts.device)
+    if layers is None:
+        layers = list(range(aligner.model.config.num_hidden_layers + 1))
+    links = aligner.align(list(zip(testset.src, testset.tgt)), layers, progress=True)
+    if warning := aligner.truncation_warning():
+        print(warning, file=sys.stderr)
+    scores = {x: aer_scores([set(a) for a in links[x]], testset.gold) for x in layers}
+    encoding = "joint" if opts.joint else "separate"
+    return EvalOutput(
+        metrics={f"L{x}/{k}": v for x, s in scores.items() for k, v in s.items()},
+        notes=[
+            f"{testset.name}, {opts.method}, {encoding} encoding",
+            gold_summary(testset.name, testset.gold, opts.gold_ids),
+        ],
+        legacy={f"layer {x}": s for x, s in scores.items()},
+    )

@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING
 import torch
 
 from crossalign.errors import CrossalignError
+from crossalign.evals.registry import EvalOutput
 
 if TYPE_CHECKING:
-    from crossalign.data.derive import Transliterator
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-HIGHER_IS_BETTER = {"alignment": True, "alignment_nn": True, "alignment_csls": True}
+    from crossalign.data.derive import Transliterator
+    from crossalign.evals.options import AlignmentScoreOptions
+
 METHODS = ("nn", "csls")
 
 
@@ -64,23 +67,20 @@ def alignment_score(
     return torch.isin(queries * size + predicted, gold).float().mean().item()
 
 
-def evaluate_alignment(
-    model_dir: str | Path,
+def dictionary_alignment(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     dictionary: str | Path,
     vocab: str | Path,
     src_lang: str,
     tgt_lang: str,
     k: int = 10,
 ) -> dict[str, float]:
-    """``alignment_nn`` and ``alignment_csls`` of a saved model (its input embeddings) on a
-    MUSE dictionary of token pieces, with the language vocabularies of ``vocab.json``; plus
+    """``alignment_nn`` and ``alignment_csls`` of a model (its input embeddings) on a MUSE
+    dictionary of token pieces, with the language vocabularies of ``vocab.json``; plus
     ``pairs``, the number of dictionary pairs scored."""
     from crossalign.data.derive import read_vocab, token_dictionary
-    from crossalign.models.load import load_model_and_tokenizer
 
-    model, tokenizer = load_model_and_tokenizer(
-        model_dir, masked_lm=True, device="cpu", key="model"
-    )
     vocabs = read_vocab(vocab, tokenizer)
     for lang in (src_lang, tgt_lang):
         if lang not in vocabs:
@@ -131,14 +131,11 @@ def counterpart_alignment(
     return (tgt_vocab[idx[:, 0]] == tgt).float().mean().item()
 
 
-def evaluate_counterpart_alignment(
-    model_dir: str | Path, derived_dir: str | Path
-) -> dict[str, float]:
-    """``alignment`` (the paper's score, ``counterpart_alignment``) of a saved model on the
-    token mapping of the derived corpus ``derived_dir``; plus ``alignment_tokens``, the number
-    of source tokens scored."""
+def derived_alignment(model: PreTrainedModel, derived_dir: str | Path) -> dict[str, float]:
+    """``alignment`` (the paper's score, ``counterpart_alignment``) of a model on the token
+    mapping of the derived corpus ``derived_dir``; plus ``alignment_tokens``, the number of
+    source tokens scored."""
     from crossalign.data.derive import Derivation
-    from crossalign.models.load import load_model
 
     transliterator = Derivation.load(derived_dir).transliterator
     if transliterator is None:
@@ -146,16 +143,58 @@ def evaluate_counterpart_alignment(
             f"{derived_dir} was derived without trans: no token mapping to score; the "
             f"alignment score needs a transliterated language"
         )
-    model = load_model(model_dir, device="cpu", key="model")
     emb = model.get_input_embeddings().weight
     if emb.shape[0] < len(transliterator.tokenizer):
         raise CrossalignError(
-            f"model {model_dir} has {emb.shape[0]} token embeddings, fewer than the "
-            f"{len(transliterator.tokenizer)} of {derived_dir}/tokenizer; score a model trained "
-            f"on this derived corpus"
+            f"model {model.config._name_or_path} has {emb.shape[0]} token embeddings, fewer "
+            f"than the {len(transliterator.tokenizer)} of {derived_dir}/tokenizer; score a "
+            f"model trained on this derived corpus"
         )
     src, tgt, tgt_vocab = token_mapping(transliterator)
     return {
         "alignment": counterpart_alignment(emb, src, tgt, tgt_vocab),
         "alignment_tokens": int(src.numel()),
     }
+
+
+def derived_file(opts: AlignmentScoreOptions, explicit: str | None, name: str, flag: str) -> str:
+    """An explicit path, else ``name`` inside ``opts.derived``."""
+    if explicit:
+        return explicit
+    if not opts.derived:
+        raise CrossalignError(f"give --derived DIR (from crossalign data derive) or {flag}")
+    path = Path(opts.derived) / name
+    if not path.exists():
+        raise CrossalignError(
+            f"{path} is missing: {opts.derived} was derived without trans (no dictionary); "
+            f"the alignment score needs a transliterated language"
+        )
+    return str(path)
+
+
+def evaluate(model_dir: str, opts: AlignmentScoreOptions) -> EvalOutput:
+    """``eval alignment-score``: the paper's counterpart score (with ``opts.derived``) and the
+    nearest-neighbour and CSLS scores on a dictionary, from one load of the model."""
+    from crossalign.models.load import load_model_and_tokenizer
+
+    dictionary = derived_file(opts, opts.dictionary, "dictionary/test.txt", "--dictionary")
+    vocab = derived_file(opts, opts.vocab, "vocab.json", "--vocab")
+    model, tokenizer = load_model_and_tokenizer(
+        model_dir, masked_lm=True, device="cpu", key="--model"
+    )
+    scores: dict[str, float] = {}
+    notes = []
+    if opts.derived:
+        scores.update(derived_alignment(model, opts.derived))
+        notes.append(
+            f"alignment (the paper's: {scores['alignment_tokens']} source tokens, nearest "
+            f"neighbour by cosine is their counterpart)"
+        )
+    scores.update(
+        dictionary_alignment(model, tokenizer, dictionary, vocab, opts.src, opts.tgt, opts.k)
+    )
+    notes.append(
+        f"{opts.src} -> {opts.tgt}, {scores['pairs']} dictionary pairs ({dictionary}): nearest "
+        f"neighbour by cosine, and CSLS (k={opts.k})"
+    )
+    return EvalOutput(metrics=scores, notes=notes, legacy=dict(scores))

@@ -27,16 +27,27 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from crossalign.data.readers import read_dictionary
 from crossalign.errors import CrossalignError
+from crossalign.evals.registry import EvalOutput
 from crossalign.lexicon.csls import retrieve
 from crossalign.lexicon.embed import TokenVectors, is_word, word_pieces, word_vectors
 from crossalign.lexicon.induce import TokenDictionary
 
-HIGHER_IS_BETTER = {"hit@1": True, "hit@5": True}
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from crossalign.evals.options import (
+        BLIOptions,
+        DictionaryOptions,
+        InducedDictOptions,
+        LayerOptions,
+    )
+
 _ARABIC_MARKS = re.compile("[\u064b-\u065f\u0670]")
 
 
@@ -202,3 +213,116 @@ def candidate_words(
             if fields:
                 words.append(fields[1] if len(fields) > 1 else fields[0])
     return words
+
+
+def dictionary_pair(opts: DictionaryOptions) -> tuple[str, str]:
+    """(source, target) languages: ``opts.src``/``opts.tgt``, else the dictionary's directory
+    name ``<src>-<tgt>`` (swapped with ``opts.reverse``)."""
+    from crossalign.data.corpus import pair_from_dictionary_dir
+
+    if opts.src and opts.tgt:
+        return opts.src, opts.tgt
+    pair = pair_from_dictionary_dir(opts.dict)
+    if pair is None:
+        raise CrossalignError(
+            f"cannot tell the languages from {opts.dict}; give --src and --tgt (e.g. en de)"
+        )
+    if opts.reverse:
+        pair = pair[::-1]
+    return opts.src or pair[0], opts.tgt or pair[1]
+
+
+def gold_pairs(opts: DictionaryOptions) -> list[tuple[str, str]]:
+    """The pairs of the gold dictionary, swapped with ``opts.reverse``."""
+    pairs = read_dictionary(opts.dict)
+    return [(t, s) for s, t in pairs] if opts.reverse else pairs
+
+
+def gold_candidates(opts: DictionaryOptions) -> list[str]:
+    """Candidate target words of the gold dictionary (``candidate_words``; its source column
+    with ``opts.reverse``) and of ``opts.candidates``."""
+    return candidate_words(opts.dict, opts.candidates or [], 0 if opts.reverse else 1)
+
+
+def language_texts(opts: DictionaryOptions, src: str, tgt: str) -> tuple[list[str], list[str]]:
+    """The source and target text of ``opts`` (``--corpus`` or the text files), at most
+    ``opts.context_sentences`` lines each."""
+    from crossalign.data.corpus import language_text
+
+    return (
+        language_text(opts.corpus, opts.src_text, src, opts.context_sentences),
+        language_text(opts.corpus, opts.tgt_text, tgt, opts.context_sentences),
+    )
+
+
+def bli_set_for(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, opts: LayerOptions
+) -> BLISet:
+    """The BLI evaluation set of ``opts``'s dictionary at ``opts.layer`` (the embedding table
+    for 0, else hidden states averaged over the text)."""
+    from crossalign.lexicon.embed import contextual_token_vectors, embedding_layer, piece_ids
+
+    src, tgt = dictionary_pair(opts)
+    pairs = gold_pairs(opts)
+    candidates = gold_candidates(opts)
+    if opts.layer == 0:
+        src_vec = tgt_vec = embedding_layer(model)
+    else:
+        src_texts, tgt_texts = language_texts(opts, src, tgt)
+        sides = ((src, src_texts, [s for s, _ in pairs]), (tgt, tgt_texts, candidates))
+        vectors = []
+        for lang, text, words in sides:
+            ids = piece_ids(tokenizer, [normalise_word(w) for w in words])
+            vectors.append(
+                contextual_token_vectors(
+                    model, tokenizer, text, [opts.layer], ids, lang, progress=True
+                )[opts.layer]
+            )
+        src_vec, tgt_vec = vectors
+    return build_bli_set(
+        tokenizer, src_vec, tgt_vec, pairs, candidates, opts.words, opts.max_words, opts.seed
+    )
+
+
+def load_for(model_dir: str, opts: DictionaryOptions):
+    """The masked-LM and tokenizer of ``model_dir`` on ``opts.device``."""
+    from crossalign.lexicon.embed import load_masked_lm
+
+    return load_masked_lm(model_dir, opts.device)
+
+
+def evaluate_bli(model_dir: str, opts: BLIOptions) -> EvalOutput:
+    """``eval bli``: Hit@1 and Hit@5 of the model's word vectors at ``opts.layer``."""
+    model, tokenizer = load_for(model_dir, opts)
+    scores = bli_scores(bli_set_for(model, tokenizer, opts), opts.method, opts.k)
+    src, tgt = dictionary_pair(opts)
+    note = f"BLI {src}->{tgt}, layer {opts.layer}, {opts.method}, words '{opts.words}'"
+    return EvalOutput(
+        metrics=scores,
+        notes=[note],
+        legacy={"pair": f"{src}-{tgt}", "layer": opts.layer, **scores},
+    )
+
+
+def evaluate_induced(model_dir: str, opts: InducedDictOptions) -> EvalOutput:
+    """``eval induced-dict``: precision of the model's induced dictionary against the gold one
+    (``induced_precision``), with standard BLI (CSLS) beside it."""
+    from crossalign.lexicon.induce import induce_with_options
+
+    src, tgt = dictionary_pair(opts)
+    model, tokenizer = load_for(model_dir, opts)
+    induction = induce_with_options(model, tokenizer, opts, src, tgt)
+    induced = induced_precision(tokenizer, induction.forward, gold_pairs(opts))
+    bli = bli_scores(bli_set_for(model, tokenizer, opts), "csls", opts.k)
+    notes = [
+        f"induced dictionary {src}->{tgt}, layer {opts.layer} (vocabularies: {src} "
+        f"{len(induction.src_vocab)}, {tgt} {len(induction.tgt_vocab)} tokens): precision on "
+        f"the {induced['scored']} induced pairs whose source is a gold word "
+        f"({induced['pairs']} pairs induced)",
+        f"standard BLI {src}->{tgt}, layer {opts.layer}, csls, words '{opts.words}'",
+    ]
+    return EvalOutput(
+        metrics={**induced, **bli},
+        notes=notes,
+        legacy={"pair": f"{src}-{tgt}", "layer": opts.layer, "induced": induced, "bli": bli},
+    )

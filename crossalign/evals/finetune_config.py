@@ -12,14 +12,20 @@ class FinetuneConfig:
     32)."""
 
     epochs: int = 10
+    """Passes over the training sentences."""
     lr: float = 2e-5
+    """AdamW learning rate."""
     batch_size: int = 32
+    """Sentences per step."""
     max_length: int = 128
     """Subword tokens per sentence with specials; longer sentences are left out of every split."""
     warmup: float = 0.1
     """Fraction of the steps with a linear warm-up, then linear decay."""
     weight_decay: float = 0.01
+    """AdamW weight decay."""
     seed: int = 0
+    """Seed of the sentence samples, the head's initialisation and the batch order."""
     max_train: int | None = None
     """Use a seeded sample of this many training sentences (default: all)."""
     max_test: int | None = None
+    """Use a seeded sample of this many test sentences (default: all)."""

@@ -207,3 +207,19 @@ def read_testset(path: str | os.PathLike, ids: str = "auto") -> TestSet:
     lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
     gold = read_gold_links(files[2], lengths, ids)
     return TestSet(path.name, src_lang, tgt_lang, src, tgt, gold)
+
+
+def text_beside(gold_path: Path) -> tuple[Path, Path] | None:
+    """``test.<l1>``, ``test.<l2>`` next to a links file in a test-set folder ``<l1>-<l2>/``,
+    when both exist."""
+    text = testset_text(gold_path.parent)
+    return text if text is not None and all(f.is_file() for f in text) else None
+
+
+def gold_summary(name: str, gold: GoldAlignments, asked: str) -> str:
+    """One line saying how the gold's sentence ids were read (``asked``: the rule given) and
+    how many sentences it has."""
+    rule = f"ids read {READ_AS[gold.ids]} (--gold-ids {asked})"
+    line = f"gold {name}: {len(gold.sure)} sentences, {rule}"
+    unlinked = sum(not p for p in gold.possible)
+    return f"{line}; {unlinked} without gold links" if unlinked else line

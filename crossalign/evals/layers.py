@@ -11,22 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from crossalign.evals.bli import bli_scores, build_bli_set, normalise_word
+from crossalign.evals.registry import EvalOutput
 from crossalign.evals.rsim import mean_cosine, rsim
 from crossalign.fileio import atomic_path
-from crossalign.lexicon.embed import TokenVectors, contextual_token_vectors, word_pieces
+from crossalign.lexicon.embed import TokenVectors, contextual_token_vectors, piece_ids
 
-COLUMNS = ("layer", "hit@1", "hit@5", "mean_cos", "rsim", "words", "candidates")
-
-
-def piece_ids(tokenizer: PreTrainedTokenizerBase, words: Sequence[str]) -> torch.Tensor:
-    """Every subword id of every surface form of ``words``."""
-    ids = {t for forms in word_pieces(tokenizer, words) for p in forms for t in p}
-    return torch.tensor(sorted(ids), dtype=torch.long)
+if TYPE_CHECKING:
+    from crossalign.evals.options import LayersOptions
 
 
 def layer_scores(
@@ -45,7 +41,8 @@ def layer_scores(
     batch_size: int = 32,
     progress: bool = False,
 ) -> list[dict[str, float]]:
-    """One row per layer 0..L with the ``COLUMNS`` metrics (CSLS retrieval, K = 10)."""
+    """One row per layer 0..L: ``layer``, ``hit@1``, ``hit@5``, ``words``, ``candidates``,
+    ``mean_cos`` and ``rsim`` (CSLS retrieval, K = 10)."""
     layers = list(range(1, model.config.num_hidden_layers + 1))
     src_words = [normalise_word(s) for s, _ in test_pairs]
     tgt_words = [normalise_word(w) for w in candidates]
@@ -91,15 +88,9 @@ def layer_scores(
     return rows
 
 
-def format_table(rows: Sequence[dict[str, float]]) -> str:
-    """The per-layer rows as an aligned text table (fractions as percentages)."""
-    lines = [f"{'layer':>5} {'hit@1':>7} {'hit@5':>7} {'mean cos':>9} {'rsim':>7} {'words':>6}"]
-    for r in rows:
-        lines.append(
-            f"{r['layer']:>5} {100 * r['hit@1']:>6.2f}% {100 * r['hit@5']:>6.2f}% "
-            f"{r['mean_cos']:>9.4f} {r['rsim']:>7.4f} {r['words']:>6}"
-        )
-    return "\n".join(lines)
+def layer_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    """``layer_scores`` rows as flat metrics ``L<layer>/<name>``."""
+    return {f"L{r['layer']}/{k}": v for r in rows for k, v in r.items() if k != "layer"}
 
 
 def plot_layers(rows: Sequence[dict[str, float]], path: str | Path, title: str = "") -> None:
@@ -129,3 +120,45 @@ def plot_layers(rows: Sequence[dict[str, float]], path: str | Path, title: str =
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)
+
+
+def evaluate_layers(model_dir: str, opts: LayersOptions) -> EvalOutput:
+    """``eval layers``: ``layer_scores`` of the model on ``opts``'s dictionary and text, and
+    the per-layer plot at ``opts.png``."""
+    from crossalign.evals.bli import (
+        dictionary_pair,
+        gold_candidates,
+        gold_pairs,
+        language_texts,
+        load_for,
+    )
+
+    src, tgt = dictionary_pair(opts)
+    model, tokenizer = load_for(model_dir, opts)
+    src_texts, tgt_texts = language_texts(opts, src, tgt)
+    rows = layer_scores(
+        model,
+        tokenizer,
+        gold_pairs(opts),
+        gold_candidates(opts),
+        src_texts,
+        tgt_texts,
+        src,
+        tgt,
+        opts.words,
+        opts.max_words,
+        opts.seed,
+        progress=True,
+    )
+    notes = [f"{src}-{tgt} per layer (CSLS, words '{opts.words}'):"]
+    files = {}
+    if opts.png:
+        plot_layers(rows, opts.png, f"{src}-{tgt}: {model_dir}")
+        notes.append(f"plot: {opts.png}")
+        files["plot"] = opts.png
+    return EvalOutput(
+        metrics=layer_metrics(rows),
+        notes=notes,
+        legacy={"pair": f"{src}-{tgt}", "layers": rows},
+        files=files,
+    )

@@ -120,7 +120,6 @@ EVALS: Registry[Evaluation] = Registry("evaluation")
 
 
 def evaluations() -> Registry[Evaluation]:
-    """The registry with the catalog loaded."""
-    import crossalign.evals.catalog  # noqa: F401  (registers the evaluations)
-
+    """The registry with the catalog loaded (``crossalign.evals`` loads it on import, so the
+    catalog, which imports this module, is not imported back from here)."""
     return EVALS

@@ -184,6 +184,28 @@ def run_evaluation(
     return record, out
 
 
+def find_record(
+    records: list[ResultRecord],
+    evaluation: Evaluation,
+    model_dir: str | Path,
+    options: Any,
+    label: str | None = None,
+) -> ResultRecord | None:
+    """The latest of ``records`` that measured the same thing ``run_evaluation(evaluation,
+    model_dir, options, label=label)`` would: same evaluation and version, options, label and
+    model config hash; None when there is none."""
+    probe = ResultRecord(
+        eval=evaluation.name,
+        model=model_identity(model_dir_of(model_dir)),
+        options=options_dict(evaluation.build_options(options)),
+        metrics={},
+        versions={"eval": evaluation.version},
+        label=label,
+    )
+    key = probe.key()
+    return next((r for r in reversed(records) if r.key() == key), None)
+
+
 def read_results(path: str | Path) -> list[ResultRecord]:
     """The records of a results file, or of ``RUN/results.jsonl`` for a directory; [] when
     there is none. A record missing a field is an error naming the file and line."""

@@ -5,15 +5,19 @@ layer, in both directions."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from crossalign.errors import CrossalignError
+from crossalign.evals.registry import EvalOutput
 from crossalign.lexicon.csls import nn_topk
 from crossalign.lexicon.embed import encode_batches, hidden_states
 from crossalign.models.load import input_limit, language_type_id
 
-HIGHER_IS_BETTER = {"acc_src_tgt": True, "acc_tgt_src": True}
+if TYPE_CHECKING:
+    from crossalign.evals.options import RetrievalOptions
 
 
 @torch.no_grad()
@@ -71,3 +75,40 @@ def retrieval_accuracy(
         "acc_tgt_src": float((sk[bwd[:, 0].cpu()] == sk).float().mean()),
         "n": n,
     }
+
+
+def retrieval_pairs(opts: RetrievalOptions) -> list[tuple[str, str]]:
+    """The sentence pairs of ``opts``: the two line-aligned files, else the ``split`` files of
+    ``pair`` in ``corpus``; at most ``max_sentences``."""
+    from crossalign.data.readers import read_parallel
+
+    if opts.src_file and opts.tgt_file:
+        pairs = read_parallel([opts.src_file, opts.tgt_file])
+    elif opts.corpus and opts.pair:
+        src, tgt = opts.pair.split("-", 1)
+        d = f"{opts.corpus}/{opts.pair}"
+        pairs = read_parallel([f"{d}/{opts.split}.{src}", f"{d}/{opts.split}.{tgt}"])
+    else:
+        raise CrossalignError(
+            "give --src-file and --tgt-file (line-aligned), or --corpus DIR with --pair SRC-TGT"
+        )
+    return pairs[: opts.max_sentences]
+
+
+def evaluate_retrieval(model_dir: str, opts: RetrievalOptions) -> EvalOutput:
+    """``eval retrieval``: ``retrieval_accuracy`` of mean-pooled layer ``opts.layer`` between
+    the pairs of ``opts`` (language embeddings from ``opts.pair`` when given)."""
+    from crossalign.lexicon.embed import load_masked_lm
+
+    pairs = retrieval_pairs(opts)
+    src_lang, tgt_lang = opts.pair.split("-", 1) if opts.pair else (None, None)
+    model, tokenizer = load_masked_lm(model_dir, opts.device)
+    src_texts, tgt_texts = [s for s, _ in pairs], [t for _, t in pairs]
+    x = sentence_embeddings(model, tokenizer, src_texts, opts.layer, src_lang)
+    y = sentence_embeddings(model, tokenizer, tgt_texts, opts.layer, tgt_lang)
+    scores = retrieval_accuracy(x, y, src_texts, tgt_texts)
+    return EvalOutput(
+        metrics=scores,
+        notes=[f"retrieval, layer {opts.layer}, {scores['n']} pairs"],
+        legacy={"layer": opts.layer, **scores},
+    )

@@ -13,11 +13,15 @@ to any rotation or scaling of either space.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
+from crossalign.evals.registry import EvalOutput
 from crossalign.lexicon.csls import unit
 
-HIGHER_IS_BETTER = {"rsim": True, "mean_cos": True}
+if TYPE_CHECKING:
+    from crossalign.evals.options import LayerOptions
 
 
 def rsim(src: torch.Tensor, tgt: torch.Tensor) -> float:
@@ -36,3 +40,20 @@ def rsim(src: torch.Tensor, tgt: torch.Tensor) -> float:
 def mean_cosine(src: torch.Tensor, tgt: torch.Tensor) -> float:
     """Mean cos(x_i, y_i) of aligned rows src [n, d], tgt [n, d]."""
     return float((unit(src) * unit(tgt)).sum(dim=1).mean())
+
+
+def evaluate_rsim(model_dir: str, opts: LayerOptions) -> EvalOutput:
+    """``eval rsim``: RSIM and mean cosine of the dictionary's first translation pairs (the
+    BLI word set of ``opts``) at ``opts.layer``."""
+    from crossalign.evals.bli import bli_set_for, dictionary_pair, load_for
+
+    model, tokenizer = load_for(model_dir, opts)
+    bli = bli_set_for(model, tokenizer, opts)
+    x, y = bli.first_pairs()
+    scores = {"rsim": rsim(x, y), "mean_cos": mean_cosine(x, y), "pairs": len(bli.src_words)}
+    src, tgt = dictionary_pair(opts)
+    return EvalOutput(
+        metrics=scores,
+        notes=[f"RSIM {src}-{tgt}, layer {opts.layer}: {len(bli.src_words)} translation pairs"],
+        legacy={"pair": f"{src}-{tgt}", "layer": opts.layer, **scores},
+    )

@@ -21,6 +21,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from tqdm.auto import tqdm
@@ -28,19 +29,13 @@ from transformers import PreTrainedTokenizerBase
 
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.evals.finetune_config import FinetuneConfig
+from crossalign.evals.registry import EvalOutput
 from crossalign.registry import Registry
 
+if TYPE_CHECKING:
+    from crossalign.evals.options import TransferOptions
+
 Tagged = list[tuple[list[str], list[str]]]
-HIGHER_IS_BETTER = {
-    "sup": True,
-    "zs": True,
-    "delta": False,
-    "en": True,
-    "sup_f1": True,
-    "zs_f1": True,
-    "delta_f1": False,
-    "en_f1": True,
-}
 
 
 @dataclass(frozen=True)
@@ -281,3 +276,16 @@ def evaluate_transfer(
         "train_sentences": len(enc["en", "train"]),
         "test_sentences": len(enc["en", "test"]),
     }
+
+
+def evaluate(model_dir: str, opts: TransferOptions) -> EvalOutput:
+    """``eval transfer``: ``evaluate_transfer`` with the options of the command."""
+    scores = evaluate_transfer(
+        model_dir, opts.derived, opts.task, opts.finetune_config(), opts.download
+    )
+    note = (
+        f"{opts.task}: {scores['train_sentences']} training, {scores['test_sentences']} test "
+        f"sentences; SUP: fine-tuned on the derived language, ZS: on English, EN: the "
+        f"English test of the English-fine-tuned model (accuracy and macro-F1, %)"
+    )
+    return EvalOutput(metrics=scores, notes=[note], legacy=dict(scores))

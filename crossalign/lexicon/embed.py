@@ -207,6 +207,12 @@ def word_pieces(tokenizer: PreTrainedTokenizerBase, words: Sequence[str]) -> lis
     return out
 
 
+def piece_ids(tokenizer: PreTrainedTokenizerBase, words: Sequence[str]) -> torch.Tensor:
+    """Every subword id of every surface form of ``words``."""
+    ids = {t for forms in word_pieces(tokenizer, words) for p in forms for t in p}
+    return torch.tensor(sorted(ids), dtype=torch.long)
+
+
 def word_vectors(
     tokenizer: PreTrainedTokenizerBase,
     words: Sequence[str],

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -15,6 +17,9 @@ from crossalign.errors import CrossalignError
 from crossalign.lexicon.csls import csls_topk
 from crossalign.lexicon.embed import TokenVectors, contextual_token_vectors, embedding_layer
 from crossalign.lexicon.vocab import language_specific_vocab, token_counts
+
+if TYPE_CHECKING:
+    from crossalign.lexicon.options import InduceOptions, InductionOptions
 
 
 @dataclass
@@ -162,3 +167,72 @@ def induce_from_model(
     forward = induce(src_vec, tgt_vec, src_vocab, tgt_vocab, k, backend)
     backward = induce(tgt_vec, src_vec, tgt_vocab, src_vocab, k, backend)
     return Induction(forward, backward, src_vocab, tgt_vocab, time.perf_counter() - start)
+
+
+def induce_with_options(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    opts: InductionOptions,
+    src: str,
+    tgt: str,
+) -> Induction:
+    """``induce_from_model`` on the text of ``opts`` (``corpus`` or ``src_text``/``tgt_text``,
+    at most ``max_sentences`` lines per language) with its layer, vocabulary thresholds, CSLS
+    ``k`` and backend. The two languages must differ: each one's vocabulary is the tokens the
+    other does not use."""
+    from crossalign.data.corpus import language_text
+
+    if src.lower() == tgt.lower():
+        raise CrossalignError(
+            f"--src and --tgt are the same language ({src}); a dictionary translates between "
+            f"two languages, e.g. --src en --tgt de"
+        )
+    return induce_from_model(
+        model,
+        tokenizer,
+        language_text(opts.corpus, opts.src_text, src, opts.max_sentences),
+        language_text(opts.corpus, opts.tgt_text, tgt, opts.max_sentences),
+        src,
+        tgt,
+        layer=opts.layer,
+        threshold=opts.threshold,
+        other_max=opts.other_max,
+        k=opts.k,
+        context_sentences=opts.context_sentences,
+        backend=opts.backend,
+        progress=True,
+    )
+
+
+@dataclass
+class InducedFiles:
+    """What ``induce_dictionary`` wrote."""
+
+    induction: Induction
+    forward_lines: int
+    """Lines written to the forward dictionary."""
+    backward_lines: int | None
+    """Lines written to the backward dictionary (None when none was asked for)."""
+
+
+def induce_dictionary(opts: InduceOptions) -> InducedFiles:
+    """``crossalign induce-dict``: induce both directions from ``opts.model`` and write the
+    forward dictionary to ``opts.out`` (and the backward one to ``opts.backward``) as MUSE
+    lines, best score first."""
+    from crossalign.evals.results import model_dir_of
+    from crossalign.fileio import write_lines_atomic
+    from crossalign.lexicon.embed import load_masked_lm
+
+    for flag, out in (("--out", opts.out), ("--backward", opts.backward)):
+        if out and Path(out).is_dir():
+            raise CrossalignError(
+                f"{flag} {out} is a directory; give a file path, e.g. "
+                f"{Path(out) / f'{opts.src}-{opts.tgt}.txt'}"
+            )
+    model, tokenizer = load_masked_lm(str(model_dir_of(opts.model)), opts.device)
+    result = induce_with_options(model, tokenizer, opts, opts.src, opts.tgt)
+    n = write_lines_atomic(opts.out, result.forward.lines(tokenizer))
+    m = None
+    if opts.backward:
+        m = write_lines_atomic(opts.backward, result.backward.lines(tokenizer))
+    return InducedFiles(result, n, m)

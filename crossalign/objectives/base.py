@@ -126,8 +126,9 @@ class Objective(nn.Module):
         """Raise CrossalignError when the run config does not suit this objective."""
 
     def start(self, model: PreTrainedModel, data: TrainingData | None = None) -> None:
-        """Prepare state from the starting model and the run's tokenized training ``data``
-        (None outside a training run), once, before the first step."""
+        """Prepare state from the starting model and the run's tokenized training ``data``,
+        once, before the first step. The one input path: outside a run, build ``data`` with
+        ``TrainingData.from_texts`` (None where the objective reads no data)."""
 
     def step_begins(self, model: PreTrainedModel, step: int) -> None:
         """Update state that follows the model during training, before optimizer step

@@ -44,7 +44,7 @@ from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.csls import neighbourhood_means, unit
 from crossalign.lexicon.induce import induce, layer_vectors
-from crossalign.lexicon.vocab import check_thresholds, language_specific_vocab, token_counts
+from crossalign.lexicon.vocab import check_thresholds, language_specific_vocab
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, encode, masked_lm_logits, masked_lm_loss
 
@@ -112,28 +112,13 @@ class CodeSwitchMLM(MaskedLM):
         self.max_sentences = max_sentences
         self.counts: dict[str, np.ndarray] = {}
         """Per language, how often each token id occurs (vocabularies are counted on these)."""
-        self.sentences: dict[str, Callable[[slice], list]] = {}
-        """Per language, its first sentences (text or id arrays) for contextual vectors."""
+        self.sentences: dict[str, Callable[[slice], list[np.ndarray]]] = {}
+        """Per language, its first sentences (id arrays) for contextual vectors."""
         self.languages: list[str] = []
         # the number of the last optimizer step begun (saved with checkpoints; before
         # step_begins it counted training micro-batches, the same number with grad_accum 1)
         self.register_buffer("calls", torch.zeros((), dtype=torch.long))
         self.register_buffer("specific", torch.zeros(0, 0, ctx.vocab_size, dtype=torch.bool), False)
-
-    def set_texts(self, texts: dict[str, list[str]]) -> None:
-        """Count vocabularies on in-memory monolingual text (the first ``max_sentences``
-        lines of each language), which also gives contextual vectors their sentences."""
-        tok, size = self.ctx.tokenizer, self.ctx.vocab_size
-        texts = {lang: list(lines[: self.max_sentences]) for lang, lines in texts.items()}
-        self.counts = {lang: token_counts(tok, lines, size) for lang, lines in texts.items()}
-        self.sentences = {lang: lines.__getitem__ for lang, lines in texts.items()}
-
-    def set_store(self, mono: dict[str, MonoText]) -> None:
-        """Count vocabularies on the tokenized monolingual text of a store (the first
-        ``max_sentences`` sentences of each language, as ``set_texts`` counts them)."""
-        size = self.ctx.vocab_size
-        self.counts = {lang: t.token_counts(size, self.max_sentences) for lang, t in mono.items()}
-        self.sentences = {lang: _first_sentences(t) for lang, t in mono.items()}
 
     def build_vocabularies(self) -> None:
         """``specific[a, b]``: bool [V] of the tokens specific to language a against b."""
@@ -163,10 +148,19 @@ class CodeSwitchMLM(MaskedLM):
         self.specific = specific.to(self.calls.device)
 
     def start(self, model: PreTrainedModel, data: TrainingData | None = None) -> None:
-        """Vocabularies from the run's tokenized text (or text given to ``set_texts``), then
-        the model-dependent state (``refresh``)."""
-        if data is not None:
-            self.set_store(data.store.mono)
+        """Vocabularies counted on the first ``max_sentences`` sentences of each language of
+        the tokenized training ``data`` (whose first sentences also give contextual vectors),
+        then the model-dependent state (``refresh``). Text in memory:
+        ``TrainingData.from_texts``."""
+        if data is None:
+            raise CrossalignError(
+                "code-switching counts its vocabularies on the training data: call "
+                "start(model, data), e.g. with TrainingData.from_texts(tokenizer, texts, ...)"
+            )
+        size = self.ctx.vocab_size
+        mono = data.store.mono
+        self.counts = {lang: t.token_counts(size, self.max_sentences) for lang, t in mono.items()}
+        self.sentences = {lang: _first_sentences(t) for lang, t in mono.items()}
         self.build_vocabularies()
         self.refresh(model)
 

@@ -186,24 +186,13 @@ class MaskedLMGlobalCooccurrence(MaskedLM):
 
     def _check_tokenizer(self, ctx: TokenContext) -> None:
         """The matrix must be counted in this run's token ids."""
-        from crossalign.cooc.build import vocabulary_fingerprint
-
-        path = self.matrix.path
-        expected = self.matrix.meta.get("tokenizer", {}).get("fingerprint")
-        if ctx.tokenizer is not None and expected != vocabulary_fingerprint(
-            ctx.tokenizer.get_vocab()
-        ):
-            raise CrossalignError(
-                f"co-occurrence matrix {path} was built with another tokenizer "
-                f"({self.matrix.meta.get('tokenizer', {}).get('path')}); rebuild it with "
-                f"'crossalign cooc build --tokenizer <this run's tokenizer> ...' and train with "
-                f"that tokenizer (tokenizer.path)"
-            )
-        if self.matrix.vocab_size > ctx.vocab_size:
-            raise CrossalignError(
-                f"co-occurrence matrix {path} covers {self.matrix.vocab_size} token ids but the "
-                f"model has {ctx.vocab_size}; build it with the run's tokenizer"
-            )
+        self.matrix.check_tokenizer(
+            ctx.tokenizer,
+            "this run's tokenizer",
+            "rebuild it with 'crossalign cooc build --tokenizer <this run's tokenizer> ...' and "
+            "train with that tokenizer (tokenizer.path)",
+            vocab_size=ctx.vocab_size,
+        )
 
     def check_config(self, cfg: RunConfig) -> None:
         """Refuse GC without learning-rate warm-up (the paper reports collapse) unless

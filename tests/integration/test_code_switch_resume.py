@@ -3,20 +3,19 @@ resumed between two refreshes logs the losses of the uninterrupted run."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from crossalign.cli import main
+from crossalign.run_dir import read_metrics
 
 SWITCH = "threshold: 1, other_max: 0, refresh_every: 2"
 
 
 def losses(run_dir: Path) -> dict[int, float]:
-    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    return {r["step"]: r["loss"] for r in map(json.loads, lines) if "loss" in r}
+    return {r["step"]: r["loss"] for r in read_metrics(run_dir) if "loss" in r}
 
 
 @pytest.mark.parametrize(

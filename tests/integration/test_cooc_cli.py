@@ -1,4 +1,5 @@
-"""``crossalign cooc build|compare`` and training with ``mlm_gc``, in-process on the fixture."""
+"""``crossalign cooc build``, ``crossalign eval cooc-compare`` and training with ``mlm_gc``,
+in-process on the fixture."""
 
 from __future__ import annotations
 
@@ -160,7 +161,7 @@ def test_compare_translated_phrases(matrix_dir, tmp_path, capsys):
     pairs = words.split()
     dictionary.write_text("".join(f"{a} {b}\n" for a, b in zip(pairs[::2], pairs[1::2])))
     out = tmp_path / "cmp"
-    args = ["cooc", "compare", "--matrix", str(matrix_dir), "--pair", "en-es"]
+    args = ["eval", "cooc-compare", "--matrix", str(matrix_dir), "--pair", "en-es"]
     args += ["--dict", str(dictionary), "--text-a", str(EN), "--text-b", str(ES), "--out", str(out)]
     assert main(args) == 0
     printed = capsys.readouterr().out

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 from pathlib import Path
@@ -14,7 +13,6 @@ import yaml
 from crossalign.cli import main
 from crossalign.config import config_to_dict, load_config
 from crossalign.data.derive import DERIVED_LANG, unshift_text
-from crossalign.evals.derived_commands import add_derived_eval_parsers
 from crossalign.evals.transfer import TASKS, TokenTask
 from crossalign.study import STUDY_OBJECTIVES, study_config
 
@@ -149,10 +147,7 @@ def test_dictionary_objectives_train_and_log_their_parts(trained):
 
 
 def _eval(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser()
-    add_derived_eval_parsers(parser.add_subparsers(dest="cmd", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return main(["eval", *argv])
 
 
 def test_eval_alignment_score_and_transfer(trained, derived, tmp_path, capsys):

@@ -3,7 +3,6 @@ process on the tiny fixture."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import shutil
@@ -12,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from crossalign.cli import build_parser, main
-from crossalign.evals.lexicon_commands import add_lexicon_eval_parsers
 
 from .conftest import FIXTURES
 
@@ -35,10 +33,7 @@ def records(run_dir: Path) -> list[dict]:
 
 
 def run_eval(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="crossalign eval")
-    add_lexicon_eval_parsers(parser.add_subparsers(dest="eval_command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return main(["eval", *argv])
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ the same starting model, it reproduces ``train``'s logged metrics exactly."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from transformers import get_linear_schedule_with_warmup
 import crossalign.train as train_module
 from crossalign.config import load_config
 from crossalign.data.loader import raw_batch
+from crossalign.run_dir import read_metrics
 from crossalign.train import (
     LogStats,
     ObjectiveSet,
@@ -44,8 +44,7 @@ def test_train_step_loop_reproduces_train(tmp_path: Path, monkeypatch) -> None:
 
     monkeypatch.setattr(train_module, "train_step", recording_step)
     train(cfg)
-    logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
-    logged = [r for r in logged if "loss" in r]
+    logged = [r for r in read_metrics(tmp_path / "run") if "loss" in r]
     assert [step for _, step in drawn] == [r["step"] for r in logged] == [1, 2, 3, 4]
 
     # the same starting model, optimizer and schedule as the run, then train_step by hand

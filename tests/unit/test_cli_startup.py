@@ -10,3 +10,14 @@ def test_building_the_parser_imports_no_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_ls_lists_evaluations_with_their_metrics_directions(capsys):
+    from crossalign.cli import main
+
+    assert main(["ls", "evaluations"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    bli = lines.index(next(line for line in lines if line.startswith("bli ")))
+    assert "hit@1 ↑ (fraction)" in lines[bli + 1] and "words (count)" in lines[bli + 1]
+    aer = next(line for line in lines if line.split()[:1] == ["metrics:"] and "aer ↓" in line)
+    assert "precision ↑" in aer

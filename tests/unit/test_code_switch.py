@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from crossalign.data.masking import IGNORE_INDEX
+from crossalign.data.prepare import Sources, TrainingData, cached_store, training_data
+from crossalign.data.store import open_store
 from crossalign.errors import CrossalignError
 from crossalign.evals.layers import layer_scores
 from crossalign.lexicon.embed import contextual_token_vectors
@@ -52,12 +54,45 @@ def blocks(tok, lines: list[str], rows: int = 4, length: int = 16) -> RawBatch:
     return np.array(flat[: rows * length], dtype=np.int32).reshape(rows, length)
 
 
-def make(name: str, setup, **options):
+def make(name: str, setup, data: TrainingData | None = None, **options):
+    """Objective ``name`` started on ``data`` (default: the fixture text in memory)."""
     texts, tok, model, ctx = setup
     objective = OBJECTIVES.get(name)(ctx, threshold=0, other_max=0, switch_prob=0.5, **options)
-    objective.set_texts(texts)
-    objective.start(model)
+    objective.start(model, data or TrainingData.from_texts(tok, texts, ctx.max_length))
     return objective
+
+
+def test_text_in_memory_starts_as_a_store_of_it(setup, tmp_path):
+    texts, tok, model, ctx = setup
+    # padded and blank lines: a store strips the one and drops the other
+    lines = {lang: [f"  {text[0]} ", "", *text[1:]] for lang, text in texts.items()}
+    files = {}
+    for lang, text in lines.items():
+        files[lang] = tmp_path / f"{lang}.txt"
+        files[lang].write_text("\n".join(text) + "\n", encoding="utf-8")
+    store = open_store(cached_store(Sources(mono=files), tok, tmp_path / "cache", progress=False))
+    on_disk = training_data(store, tok, ctx.max_length, 0)
+    in_memory = TrainingData.from_texts(tok, lines, ctx.max_length)
+    assert in_memory.languages() == on_disk.languages() == ["en", "es"]
+    for lang in lines:
+        n = len(on_disk.mono[lang])
+        assert n > 1 and len(in_memory.mono[lang]) == n
+        assert np.array_equal(in_memory.mono[lang][np.arange(n)], on_disk.mono[lang][np.arange(n)])
+    options = {"layer": 1, "max_sentences": 20, "context_sentences": 7}
+    a, b = (make("tcs_mlm", setup, data, **options) for data in (in_memory, on_disk))
+    for lang in lines:
+        assert np.array_equal(a.counts[lang], b.counts[lang])
+        first, second = a.sentences[lang](slice(7)), b.sentences[lang](slice(7))
+        assert all(np.array_equal(x, y) for x, y in zip(first, second, strict=True))
+    assert a.counts["en"].sum() > 0
+    assert torch.equal(a.specific, b.specific) and a.specific.any()
+    assert torch.equal(a.translations, b.translations) and (a.translations >= 0).any()
+
+
+def test_code_switching_needs_the_training_data(setup):
+    texts, tok, model, ctx = setup
+    with pytest.raises(CrossalignError, match=r"call start\(model, data\)"):
+        OBJECTIVES.get("tcs_mlm")(ctx, threshold=0, other_max=0).start(model)
 
 
 def test_registered():

@@ -12,7 +12,8 @@ import torch
 from crossalign.errors import CrossalignError
 from crossalign.evals.finetune_config import FinetuneConfig
 from crossalign.evals.transfer import tagging_scores
-from crossalign.study import correlations, spearman, study_config, transform_dirs
+from crossalign.stats import spearman
+from crossalign.study import correlations, study_config, transform_dirs
 
 
 def test_tagging_scores_by_hand():

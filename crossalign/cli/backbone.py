@@ -1,24 +1,38 @@
-"""``crossalign backbone ...`` subcommands."""
+"""``crossalign backbone export|ls``: import pretrained backbones from local packages."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+
+from crossalign.cli.generate import add_options, opt, options_from
+
+
+@dataclass
+class ExportOptions:
+    """``crossalign backbone export``."""
+
+    name: str = opt(metavar="NAME", help="backbone name (see 'crossalign backbone ls')")
+    out_dir: str = opt(metavar="OUT_DIR", help="output directory")
+    force: bool = opt(False, help="replace OUT_DIR if it holds a previous export")
+    file: str | None = opt(None, metavar="PATH", help="read this model file, not the package's")
 
 
 def _export(args: argparse.Namespace) -> int:
     from crossalign.models.backbones import BACKBONES
 
-    backbone = BACKBONES.get(args.name)
-    result = backbone.export(args.out_dir, force=args.force, file=args.file)
+    o = options_from(args, ExportOptions)
+    result = BACKBONES.get(o.name).export(o.out_dir, force=o.force, file=o.file)
     source = result.provenance["source"]
     print(
-        f"exported {args.name} to {result.out_dir} in {result.seconds:.1f} s "
+        f"exported {o.name} to {result.out_dir} in {result.seconds:.1f} s "
         f"(from {source['file']}, sha256 {source['sha256'][:12]})"
     )
     return 0
 
 
-def _ls(args: argparse.Namespace) -> int:
+def print_backbones() -> None:
+    """One line per importable backbone: name, source package (and its version), summary."""
     from crossalign.models.backbones import BACKBONES
 
     for name in BACKBONES.names():
@@ -26,10 +40,9 @@ def _ls(args: argparse.Namespace) -> int:
         version = backbone.package_version()
         status = f"{backbone.package} {version}" if version else f"{backbone.package} not installed"
         print(f"{name:<10} [{status}] {backbone.summary}")
-    return 0
 
 
-def add_backbone_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``crossalign backbone`` with its ``export`` and ``ls`` actions."""
     p = sub.add_parser("backbone", help="import pretrained backbones from local packages")
     actions = p.add_subparsers(dest="backbone_command", required=True, metavar="ACTION")
@@ -41,15 +54,8 @@ def add_backbone_parser(sub: argparse._SubParsersAction) -> None:
         "Hugging Face directory that AutoModelForMaskedLM, AutoModel and AutoTokenizer load "
         "offline. See docs/backbone.md.",
     )
-    e.add_argument("name", metavar="NAME", help="backbone name (see 'crossalign backbone ls')")
-    e.add_argument("out_dir", metavar="OUT_DIR", help="output directory")
-    e.add_argument(
-        "--force", action="store_true", help="replace OUT_DIR if it holds a previous export"
-    )
-    e.add_argument(
-        "--file", metavar="PATH", help="read this model file instead of the installed package's"
-    )
+    add_options(e, ExportOptions, positional=["name", "out_dir"])
     e.set_defaults(func=_export)
 
     ls = actions.add_parser("ls", help="list importable backbones and their source packages")
-    ls.set_defaults(func=_ls)
+    ls.set_defaults(func=lambda args: print_backbones())

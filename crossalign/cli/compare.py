@@ -1,0 +1,48 @@
+"""``crossalign compare STUDY.yaml``: run a study file's comparison and write its report."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from crossalign.compare import load_study, run_compare, select_runs
+
+    overrides = list(args.overrides)
+    if args.out:
+        overrides.append(f"out={args.out}")
+    study = select_runs(load_study(args.study, overrides), args.runs)
+    result = run_compare(study, report=not args.no_report)
+    print(f"{len(result.runs)} runs in {study.out}")
+    if result.report is not None:
+        print(f"wrote {result.report} and {result.report.with_suffix('.html')}")
+    return 0
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``crossalign compare``."""
+    p = sub.add_parser(
+        "compare",
+        help="train and evaluate a study file's runs at equal budget, then report",
+        description="Run a study file (configs/studies/*.yaml): for every matrix cell, run and "
+        "seed, derive the corpus it names, train the run (reused when its run_dir holds a "
+        "finished run of the same config, resumed when it holds checkpoints), run the "
+        "evaluations (reused when RUN/results.jsonl holds the same measurement), then write "
+        "OUT/report/report.{md,html}. Study keys can be overridden as key=value "
+        "(e.g. seeds=[0,1,2] vars.steps=2000).",
+    )
+    p.add_argument("study", metavar="STUDY.yaml", help="the study file")
+    p.add_argument("--out", help="study directory (default: the file's 'out')")
+    p.add_argument(
+        "--runs",
+        type=_names,
+        metavar="NAME,...",
+        help="run only these runs, in this order (default: every run not marked optional)",
+    )
+    p.add_argument("--no-report", action="store_true", help="train and evaluate only")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="study-file overrides")
+    p.set_defaults(func=_compare)

@@ -1,0 +1,92 @@
+"""``crossalign cooc build``: the global token co-occurrence matrix (``crossalign eval
+cooc-compare`` analyses it)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, fields
+
+from crossalign.cli.generate import add_options, command_line, opt, options_from
+
+
+@dataclass
+class CoocBuildOptions:
+    """``crossalign cooc build``."""
+
+    out: str
+    """Output directory, replaced atomically."""
+    tokenizer: str | None = opt(None, metavar="DIR", help="Hugging Face tokenizer directory")
+    model: str | None = opt(None, metavar="DIR", help="a model directory: use its tokenizer")
+    corpus: str | None = opt(None, metavar="DIR")
+    """A corpus from 'crossalign data ...' (its train text)."""
+    languages: str | None = None
+    """Comma-separated languages of --corpus (default: all)."""
+    reference: str | None = None
+    """Language whose token count the others are scaled to (default: en, else the largest)."""
+    text: list[str] = opt([], append=True, metavar="LANG=FILE")
+    """A UTF-8 file of one language, one sentence or paragraph per line (repeatable)."""
+    window: int = 2
+    """Neighbours on each side."""
+    num_proc: int = 1
+    """Counting processes; shards merged at the end."""
+    pretokenized: bool = False
+    """The files hold whitespace-separated token ids of the tokenizer, one line each."""
+    log_fp16: bool = False
+    """Store log X in float16 instead of X in float32."""
+    quiet: bool = opt(False, help="no progress bar")
+
+
+def _build(args: argparse.Namespace) -> int:
+    from crossalign.cooc.build import build_from_text
+
+    o = options_from(args, CoocBuildOptions)
+    names = [f.name for f in fields(o) if f.name != "quiet"]  # quiet changes no figure
+    meta = build_from_text(
+        o.out,
+        tokenizer=o.tokenizer,
+        model=o.model,
+        corpus=o.corpus,
+        languages=o.languages,
+        texts=o.text,
+        window=o.window,
+        reference=o.reference,
+        pretokenized=o.pretokenized,
+        num_proc=o.num_proc,
+        log_fp16=o.log_fp16,
+        command=command_line(["crossalign", "cooc", "build"], o, names),
+        progress=not o.quiet,
+    )
+    total = sum(x["tokens"] for x in meta["languages"].values())
+    seconds = meta["count_seconds"]
+    for lang, x in meta["languages"].items():
+        print(f"{lang}: {x['tokens']:,} tokens, {x['lines']:,} lines, scale {x['scale']:.4g}")
+    print(
+        f"counted {total:,} tokens in {seconds:.1f} s ({total / max(seconds, 1e-9):,.0f} "
+        f"tokens/s); {meta['nnz']:,} stored entries (upper triangle), window {meta['window']}, "
+        f"reference {meta['reference']}"
+    )
+    print(f"wrote {o.out} (see {o.out}/meta.json)")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``crossalign cooc`` with its ``build`` action."""
+    p = sub.add_parser(
+        "cooc",
+        help="global token co-occurrence matrix (MLM-GC)",
+        description="Build the token co-occurrence matrix X that the mlm_gc objective "
+        "regresses on (compare translated phrases with 'crossalign eval cooc-compare'). See "
+        "docs/cooc.md.",
+    )
+    actions = p.add_subparsers(dest="cooc_command", required=True, metavar="ACTION")
+    b = actions.add_parser(
+        "build",
+        help="count token co-occurrences of multilingual text into a sparse matrix",
+        description="One streaming pass over the text: each line is tokenized with the given "
+        "tokenizer, every pair of tokens at distance d <= --window in the same line adds "
+        "1/(d+1) to X, and the counts of each language are scaled by c = C_ref / C_lang "
+        "(tokens of the reference language over tokens of that language). X is symmetric "
+        "and stored as its upper triangle in CSR arrays (memory-mapped on load).",
+    )
+    add_options(b, CoocBuildOptions)
+    b.set_defaults(func=_build)

@@ -1,0 +1,236 @@
+"""``crossalign data ...``: build corpora and dictionaries from installed packages, tokenize a
+config's sources into a store, write a derived-language corpus."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from crossalign.cli.generate import add_options, command_line, opt, options_from
+from crossalign.data.derive_settings import DeriveSettings
+
+DEFAULT_LANGS = "de,fr,es,ru,zh-CN,hi"
+
+
+def _count(text: str) -> int:
+    """argparse type: a non-negative integer."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'")
+    return int(text)
+
+
+def _langs(text: str) -> str:
+    """argparse type: comma-separated languages, blanks dropped (``de, fr`` → ``de,fr``)."""
+    langs = [lang.strip() for lang in text.split(",") if lang.strip()]
+    if not langs:
+        raise argparse.ArgumentTypeError("expected comma-separated languages, e.g. de,fr")
+    return ",".join(langs)
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """argparse type: ``K/N`` → (K, N) with 0 <= K < N."""
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit()) or not 0 <= int(k) < int(n):
+        raise argparse.ArgumentTypeError(f"expected K/N with 0 <= K < N, e.g. 0/4, got '{text}'")
+    return int(k), int(n)
+
+
+def _builder_options(out: str, valid: int, test: int, unit: str, *first: tuple) -> type:
+    """The options of a corpus builder: its own (``first``), then output, seed and split sizes."""
+    return dataclasses.make_dataclass(
+        "BuildOptions",
+        [
+            *first,
+            ("out", str, opt(out, help="output directory, replaced atomically")),
+            ("seed", int, opt(0, help="seed of the train/valid/test split")),
+            ("valid", int, opt(valid, parse=_count, metavar="N", help=f"{unit} in valid (≤10%)")),
+            ("test", int, opt(test, parse=_count, metavar="N", help=f"{unit} in test (≤10%)")),
+        ],
+    )
+
+
+BibleOptions = _builder_options("data/bible", 1000, 1000, "distinct English verses")
+LibreOfficeOptions = _builder_options(
+    "data/libreoffice",
+    500,
+    500,
+    "distinct English paragraphs",
+    ("langs", str, opt(DEFAULT_LANGS, parse=_langs, help="comma-separated target languages "
+                       "as the help names them")),
+)  # fmt: skip
+FreeDictOptions = _builder_options(
+    "data/freedict",
+    500,
+    1500,
+    "source words",
+    ("dicts", list[str], opt(metavar="DICT", help="FreeDict names such as eng-deu eng-fra "
+                             "(package dict-freedict-DICT)")),
+)  # fmt: skip
+
+
+@dataclasses.dataclass
+class TokenizeOptions:
+    """``crossalign data tokenize``."""
+
+    out: str
+    """Store directory."""
+    config: str | None = opt(
+        None, short="-c", help="YAML run config whose data.* sources to tokenize"
+    )
+    overrides: list[str] = opt([], metavar="KEY=VALUE", help="config overrides")
+    tokenizer: str | None = None
+    """Tokenizer directory (default: tokenizer.path, else model.path)."""
+    num_proc: int = 1
+    """Tokenizing processes."""
+    shard: tuple[int, int] = opt((0, 1), parse=_shard, metavar="K/N",
+                                 help="this job's shard (default 0/1)")  # fmt: skip
+
+
+@dataclasses.dataclass
+class DeriveOutput:
+    """Where ``crossalign data derive`` writes."""
+
+    out: str
+    """Output directory, replaced atomically."""
+
+
+def _report(card: dict[str, Any], out: str) -> None:
+    """Print pair counts per split and where the output is."""
+    for name, pair in card["pairs"].items():
+        counts = ", ".join(f"{split} {pair[split]}" for split in ("train", "valid", "test"))
+        print(f"{name}: {counts}")
+    print(f"wrote {out} (see {out}/card.json)")
+
+
+def _bible(args: argparse.Namespace) -> int:
+    from crossalign.data.bible import build_bible
+
+    o = options_from(args, BibleOptions)
+    command = command_line(["crossalign", "data", "bible"], o)
+    card = build_bible(o.out, seed=o.seed, n_valid=o.valid, n_test=o.test, command=command)
+    _report(card, o.out)
+    return 0
+
+
+def _libreoffice(args: argparse.Namespace) -> int:
+    from crossalign.data.libreoffice import build_libreoffice
+
+    o = options_from(args, LibreOfficeOptions)
+    command = command_line(["crossalign", "data", "libreoffice"], o)
+    card = build_libreoffice(
+        o.out, o.langs.split(","), seed=o.seed, n_valid=o.valid, n_test=o.test, command=command
+    )
+    _report(card, o.out)
+    return 0
+
+
+def _freedict(args: argparse.Namespace) -> int:
+    from crossalign.data.freedict import build_freedict
+
+    o = options_from(args, FreeDictOptions)
+    command = command_line(["crossalign", "data", "freedict"], o, positional=["dicts"])
+    card = build_freedict(
+        o.out, o.dicts, seed=o.seed, n_valid=o.valid, n_test=o.test, command=command
+    )
+    _report(card, o.out)
+    return 0
+
+
+def _tokenize(args: argparse.Namespace) -> int:
+    from crossalign.config import load_config
+    from crossalign.data.prepare import tokenize_sources
+
+    o = options_from(args, TokenizeOptions)
+    cfg = load_config(o.config, o.overrides)
+    print(tokenize_sources(cfg, o.out, o.tokenizer, o.num_proc, o.shard))
+    return 0
+
+
+def _derive(args: argparse.Namespace) -> int:
+    from crossalign.data.derive import write_derived
+
+    settings, out = DeriveSettings.from_args(args), options_from(args, DeriveOutput).out
+    card = write_derived(out, settings, command=settings.command_line(out))
+    info = card["derived"]
+    for name, pair in card["pairs"].items():
+        counts = ", ".join(f"{split} {pair[split]}" for split in ("train", "valid", "test"))
+        print(f"{name} ({info['transform']}): {counts} sentences")
+    print(f"parallel (for TLM): {info['parallel_pairs']} training pairs")
+    if "dictionary" in info:
+        d = info["dictionary"]
+        print(
+            f"dictionary: train {d['train']}, test {d['test']} token pairs; "
+            f"{len(info['shared_ids'])} shared token types; exactly twinned words "
+            f"{100 * info['exact_twin_fraction']:.2f}%"
+        )
+    print(f"wrote {out} (see {out}/card.json)")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``crossalign data`` and its builders."""
+    p = sub.add_parser(
+        "data",
+        help="build corpora and dictionaries from installed packages",
+        description="Build training corpora and bilingual dictionaries from installed Debian "
+        "packages. Each builder writes OUT/<src>-<tgt>/ plus OUT/card.json (sources, "
+        "licences, counts, filters).",
+    )
+    builders = p.add_subparsers(dest="data_command", required=True, metavar="BUILDER")
+
+    b = builders.add_parser(
+        "bible",
+        help="English–Spanish Bible verse pairs (sword-text-kjv, sword-text-sparv)",
+        description="English–Spanish verse pairs from the King James Version and the Reina-Valera "
+        "1909, joined by verse key. Writes OUT/en-es/{train,valid,test}.{en,es}. Needs: sudo "
+        "apt-get install sword-text-kjv sword-text-sparv.",
+    )
+    add_options(b, BibleOptions)
+    b.set_defaults(func=_bible)
+
+    b = builders.add_parser(
+        "libreoffice",
+        help="English–X paragraph pairs from the LibreOffice help (libreoffice-help-*)",
+        description="Paragraph pairs from the LibreOffice help pages, matched by page and "
+        "paragraph id against en-US. Writes OUT/en-<lang>/{train,valid,test}.{en,<lang>}. Needs "
+        "libreoffice-help-en-us and libreoffice-help-<lang> (lowercase, e.g. zh-cn).",
+    )
+    add_options(b, LibreOfficeOptions)
+    b.set_defaults(func=_libreoffice)
+
+    b = builders.add_parser(
+        "freedict",
+        help="single-word MUSE dictionaries from FreeDict (dict-freedict-*)",
+        description="Clean single-word translation pairs from FreeDict dictd databases, in MUSE "
+        "format ('src tgt' per line). Writes OUT/<src>-<tgt>/{train,valid,test,full}.txt with "
+        "ISO 639-1 codes (eng-deu -> en-de); the split is by source word.",
+    )
+    add_options(b, FreeDictOptions, positional=["dicts"])
+    b.set_defaults(func=_freedict)
+
+    b = builders.add_parser(
+        "tokenize",
+        help="tokenize a config's data sources once into a memory-mapped token store",
+        description="Tokenize the data sources of a run config (data.corpus, data.mono, "
+        "data.parallel, valid sets) into a token store that 'crossalign train data.store=OUT' "
+        "memory-maps. The tokenizer comes from --tokenizer, tokenizer.path or model.path. "
+        "--shard K/N tokenizes every N-th chunk starting at K, so N machines (or jobs) build "
+        "one store together; an interrupted build resumes where it stopped.",
+    )
+    add_options(b, TokenizeOptions, positional=["overrides"])
+    b.set_defaults(func=_tokenize)
+
+    b = builders.add_parser(
+        "derive",
+        help="a derived language: English transliterated, inverted or reordered by syntax",
+        description="Write an English corpus and its derived version (see docs/derived.md): "
+        "OUT/en-en-XD/{train,valid,test}.{en,en-XD} (one sentence per line), "
+        "OUT/parallel/train.* (the pairs TLM trains on), and with trans: OUT/tokenizer/ (the "
+        "twin tokenizer every run on this corpus uses), OUT/dictionary/{train,test,full}.txt "
+        "(exact token dictionary, MUSE format) and OUT/vocab.json (the tokens of each "
+        "language).",
+    )
+    add_options(b, DeriveSettings)
+    add_options(b, DeriveOutput)
+    b.set_defaults(func=_derive)

@@ -1,0 +1,35 @@
+"""``crossalign report RUN_DIR... --out DIR``: the results and training logs of runs as one
+Markdown and one self-contained HTML page."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _report(args: argparse.Namespace) -> int:
+    from crossalign.report import write_report
+
+    paths = write_report(args.run_dirs, args.out, title=args.title)
+    print(f"wrote {paths.markdown}, {paths.html}, {paths.json} and {len(paths.figures)} figures")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the ``report`` command."""
+    p = sub.add_parser(
+        "report",
+        help="render the results and training curves of runs as Markdown and HTML",
+        description="Render the result records (results.jsonl) and training logs "
+        "(metrics.jsonl) of runs as OUT/report.md, a self-contained OUT/report.html, "
+        "OUT/report.json and OUT/figures/. Runs whose configs differ only in train.seed form "
+        "one row: the mean ± the 95% t interval over the seeds.",
+    )
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="report directory (replaced as a whole; new, empty or a previous report)",
+    )
+    p.add_argument("--title", default=None, help="page title (default: crossalign report)")
+    p.set_defaults(func=_report)

@@ -1,0 +1,384 @@
+"""``crossalign compare STUDY.yaml``: a controlled comparison of run configs at equal budget.
+
+A study file names the runs to compare (run configs, each with overrides), the seeds, an
+optional matrix of variables the runs are repeated over (e.g. one derived language per
+transform), an optional derived corpus per matrix cell, and the evaluations to run on every
+model; then the report. Everything is keyed by what it depends on, so an interrupted or
+repeated study continues where it stopped: a run whose ``config.yaml`` equals the config it
+would get and which holds ``model/`` is reused, one with checkpoints is resumed, any other
+is started again; an evaluation whose record (evaluation, version, options, label, config
+hash) is already in the run's ``results.jsonl`` is not run again.
+
+Strings in the study (configs, overrides, run_dir, evaluation options) may name variables as
+``{name}``: ``out``, ``run`` (the run's name), ``seed``, each matrix variable, ``derived``
+(the derived corpus's directory) and the study's ``vars``. A string that is exactly
+``{name}`` takes the variable's value with its type (a number stays a number).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from crossalign.errors import CrossalignError
+
+
+@dataclass
+class StudyRun:
+    """One method of the comparison: a run config and its changes."""
+
+    name: str
+    """Its name in tables and directories."""
+    config: str | None = None
+    """A run config file (YAML); None: the ``inline`` config."""
+    inline: dict[str, Any] = field(default_factory=dict)
+    """A run config given in the study file itself (used when ``config`` is None)."""
+    overrides: list[str] = field(default_factory=list)
+    """``key=value`` changes to its config (after the study's ``overrides``)."""
+    optional: bool = False
+    """Run only when named in ``--runs`` (a variant kept beside the study's methods)."""
+
+
+@dataclass
+class StudyEval:
+    """One evaluation run on every model."""
+
+    eval: str
+    """A registered evaluation (``crossalign ls evaluations``)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Its options (as ``crossalign eval NAME key=value``)."""
+    label: str | None = None
+    """A name for its records when one evaluation runs twice with other options."""
+
+
+@dataclass
+class StudyDerive:
+    """A derived-language corpus written before the runs of each matrix cell
+    (``crossalign data derive``); its directory is the variable ``{derived}``."""
+
+    out: str
+    """Its directory."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """``DeriveSettings`` fields (transform, corpus, overlap, ...)."""
+
+
+@dataclass
+class Study:
+    """A study file (``configs/studies/*.yaml``)."""
+
+    name: str
+    """Its name (the report's title)."""
+    out: str
+    """Directory of its runs, configs and report."""
+    runs: list[StudyRun]
+    """The methods compared."""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    """Each run is trained once per seed (``train.seed``)."""
+    matrix: dict[str, list[Any]] = field(default_factory=dict)
+    """Variables every run is repeated over, e.g. ``transform: [trans, trans+inv]``."""
+    vars: dict[str, Any] = field(default_factory=dict)
+    """Other variables the study's strings name (e.g. the budget)."""
+    overrides: list[str] = field(default_factory=list)
+    """``key=value`` changes to every run's config (the shared budget)."""
+    run_dir: str = "{out}/runs/{run}"
+    """Directory of each run; must name every matrix variable. With several seeds and no
+    ``{seed}`` in it, each seed's run goes to ``RUN_DIR/seed-N``."""
+    derive: StudyDerive | None = None
+    """A derived corpus per matrix cell."""
+    shared: dict[str, Any] = field(default_factory=dict)
+    """Not read: a home for YAML anchors the runs' inline configs merge (``<<: *shared``)."""
+    evaluations: list[StudyEval] = field(default_factory=list)
+    """Evaluations run on every finished model."""
+    correlate: list[list[str]] = field(default_factory=list)
+    """Pairs of metrics (``eval.metric`` or ``label.metric``) whose Spearman ρ over all
+    runs the report shows."""
+
+
+@dataclass
+class PlannedRun:
+    """One run of an expanded study."""
+
+    name: str
+    seed: int
+    cell: dict[str, Any]
+    """The matrix variables of its cell."""
+    variables: dict[str, Any]
+    run_dir: Path
+    config_path: Path
+    overrides: list[str]
+
+
+def load_study(path: str | Path, overrides: Sequence[str] = ()) -> Study:
+    """Read a study file and apply ``key=value`` overrides to it (``seeds=[0,1,2]``,
+    ``vars.steps=2000``, ``out=runs/x``); errors name the file or key."""
+    from crossalign.schema import apply_override, build_dataclass, parse_yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise CrossalignError(f"study file {path} does not exist")
+    data = parse_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+    if not isinstance(data, dict):
+        raise CrossalignError(f"{path}: the top level must be a mapping of keys")
+    for item in overrides:
+        apply_override(data, item, Study)
+    study = build_dataclass(Study, data, "")
+    _check(study, path)
+    return study
+
+
+def select_runs(study: Study, names: Sequence[str] | None) -> Study:
+    """Keep the runs named in ``names``, in that order (None: every run not ``optional``);
+    an unknown name is an error naming the study's runs."""
+    from crossalign.registry import did_you_mean
+
+    if names is None:
+        study.runs = [r for r in study.runs if not r.optional]
+        return study
+    runs = {r.name: r for r in study.runs}
+    for name in names:
+        if name not in runs:
+            raise CrossalignError(
+                f"study '{study.name}' has no run '{name}'{did_you_mean(name, list(runs))}; "
+                f"its runs: {', '.join(runs)}"
+            )
+    study.runs = [runs[name] for name in names]
+    return study
+
+
+def _check(study: Study, path: Path) -> None:
+    """Refuse a study whose runs would share a directory or that names nothing to run."""
+    if not study.runs:
+        raise CrossalignError(f"{path}: 'runs' is empty; list the run configs to compare")
+    if not study.seeds:
+        raise CrossalignError(f"{path}: 'seeds' is empty; give at least one, e.g. seeds: [0]")
+    names = [r.name for r in study.runs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise CrossalignError(f"{path}: run name '{twice[0]}' is used twice; names must differ")
+    for r in study.runs:
+        if r.config is None and not r.inline:
+            raise CrossalignError(f"{path}: run '{r.name}' needs 'config' (a file) or 'inline'")
+    fields = {f for _, f, _, _ in string.Formatter().parse(study.run_dir) if f}
+    needed = {"run", *study.matrix}
+    missing = sorted(needed - fields)
+    if missing:
+        raise CrossalignError(
+            f"{path}: run_dir '{study.run_dir}' must contain {{{missing[0]}}}, or runs would "
+            f"share a directory"
+        )
+
+
+def substitute(value: Any, variables: Mapping[str, Any], where: str) -> Any:
+    """``value`` with ``{name}`` replaced in every string (recursively through lists and
+    mappings); a string that is exactly ``{name}`` takes the value itself. An unknown name
+    is an error naming ``where`` and the known ones."""
+    if isinstance(value, dict):
+        return {k: substitute(v, variables, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, variables, f"{where}.{i}") for i, v in enumerate(value)]
+    if not isinstance(value, str) or "{" not in value:
+        return value
+    names = [f for _, f, _, _ in string.Formatter().parse(value) if f is not None]
+    unknown = [n for n in names if n not in variables]
+    if unknown:
+        raise CrossalignError(
+            f"{where}: '{value}' names {{{unknown[0]}}}, which the study does not define; "
+            f"known: {', '.join(sorted(variables))}"
+        )
+    if len(names) == 1 and value == "{" + names[0] + "}":
+        return variables[names[0]]
+    return value.format(**{k: variables[k] for k in names})
+
+
+def cells(study: Study) -> list[dict[str, Any]]:
+    """Every combination of the matrix variables, in the order given ([{}] without one)."""
+    keys = list(study.matrix)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*study.matrix.values())]
+
+
+def plan(study: Study) -> list[PlannedRun]:
+    """Every (cell × run × seed) of the study with its variables, directory and overrides
+    (in that nesting order: a cell's runs are trained together)."""
+    planned = []
+    for cell in cells(study):
+        base = {**study.vars, "out": study.out, **cell}
+        if study.derive is not None:
+            base["derived"] = substitute(study.derive.out, base, "derive.out")
+        for run in study.runs:
+            for seed in study.seeds:
+                variables = {**base, "run": run.name, "seed": seed}
+                run_dir = Path(substitute(study.run_dir, variables, "run_dir"))
+                if len(study.seeds) > 1 and "{seed}" not in study.run_dir:
+                    run_dir = run_dir / f"seed-{seed}"
+                tag = "-".join(str(v) for v in cell.values())
+                stem = f"{tag}-{run.name}" if tag else run.name
+                suffix = f"-seed{seed}" if len(study.seeds) > 1 else ""
+                overrides = [
+                    *substitute(study.overrides, variables, "overrides"),
+                    *substitute(run.overrides, variables, f"runs.{run.name}.overrides"),
+                    f"run_dir={run_dir}",
+                    f"train.seed={seed}",
+                ]
+                planned.append(
+                    PlannedRun(
+                        name=run.name,
+                        seed=seed,
+                        cell=cell,
+                        variables=variables,
+                        run_dir=run_dir,
+                        config_path=Path(study.out) / "configs" / f"{stem}{suffix}.yaml",
+                        overrides=overrides,
+                    )
+                )
+    return planned
+
+
+def write_run_config(study: Study, run: PlannedRun) -> Path:
+    """Write the run's config (the file or inline config, variables substituted) to its
+    ``config_path`` and return the path; overrides are applied when it is loaded."""
+    from crossalign.fileio import write_text_atomic
+
+    spec = next(r for r in study.runs if r.name == run.name)
+    if spec.config is not None:
+        source = Path(substitute(spec.config, run.variables, f"runs.{spec.name}.config"))
+        if not source.is_file():
+            raise CrossalignError(f"study run '{spec.name}': config file {source} does not exist")
+        from crossalign.schema import parse_yaml
+
+        raw = parse_yaml(source.read_text(encoding="utf-8"), str(source)) or {}
+    else:
+        raw = spec.inline
+    body = substitute(raw, run.variables, f"runs.{spec.name}")
+    write_text_atomic(run.config_path, yaml.safe_dump(body, sort_keys=False))
+    return run.config_path
+
+
+def ensure_derived(out: Path, settings: Any) -> None:
+    """Write the derived corpus ``settings`` describes to ``out`` unless ``out`` already holds
+    the one the same command writes (its card's ``command``)."""
+    from crossalign.data.corpus import load_card
+    from crossalign.data.derive import write_derived
+
+    command = settings.command_line(str(out))
+    if (out / "card.json").is_file() and load_card(out).get("command") == command:
+        print(f"derived corpus: {out} (already written)")
+        return
+    write_derived(out, settings, command)
+
+
+def ensure_trained(config_path: Path, overrides: Sequence[str], label: str) -> Path:
+    """Train the run unless it is finished with the same resolved config: a run directory
+    whose ``config.yaml`` equals it and holds ``model/`` is reused, one with checkpoints is
+    resumed, anything else is started again (``--overwrite``). Returns ``run_dir``."""
+    from crossalign.checkpoint import CONFIG, list_checkpoints
+    from crossalign.config import config_to_dict, load_config
+    from crossalign.train import train
+
+    cfg = load_config(config_path, list(overrides))
+    run_dir = Path(cfg.run_dir)
+    saved = run_dir / CONFIG
+    same = saved.is_file() and yaml.safe_load(saved.read_text(encoding="utf-8")) == (
+        config_to_dict(cfg)
+    )
+    if same and (run_dir / "model").is_dir():
+        return run_dir
+    resume = same and bool(list_checkpoints(run_dir))
+    print(f"== pre-training {label} ({cfg.train.steps} steps)")
+    train(cfg, resume="last" if resume else None, overwrite=not resume)
+    return run_dir
+
+
+def ensure_evaluated(run_dir: Path, spec: StudyEval, variables: Mapping[str, Any], label: str):
+    """The record of ``spec`` on the run's model: read from ``RUN/results.jsonl`` when the same
+    measurement is there, else measured and appended."""
+    from crossalign.evals.registry import evaluations
+    from crossalign.evals.results import find_record, read_results, run_evaluation
+
+    evaluation = evaluations().get(spec.eval)
+    options = substitute(spec.options, variables, f"evaluations.{spec.eval}.options")
+    model = run_dir / "model"
+    found = find_record(read_results(run_dir), evaluation, model, options, spec.label)
+    if found is not None:
+        return found
+    print(f"== evaluating {label}: {spec.label or spec.eval}")
+    record, _ = run_evaluation(evaluation, model, options, label=spec.label)
+    return record
+
+
+@dataclass
+class StudyResult:
+    """What a study produced."""
+
+    runs: list[PlannedRun]
+    records: dict[Path, list[Any]]
+    """The study's result records per run directory."""
+    report: Path | None
+
+
+def run_metrics(records: Sequence[Any]) -> dict[str, float]:
+    """A run's metrics keyed ``eval.metric`` (``label.metric`` for labelled records)."""
+    out = {}
+    for record in records:
+        for key, value in record.metrics.items():
+            out[f"{record.label or record.eval}.{key}"] = value
+    return out
+
+
+def correlation_section(study: Study, result: StudyResult) -> str:
+    """Markdown: Spearman's ρ (and p) of each ``correlate`` pair over every run."""
+    from crossalign.stats import spearman
+
+    lines = ["| x | y | runs | ρ | p |", "|---|---|---:|---:|---:|"]
+    per_run = [run_metrics(result.records[r.run_dir]) for r in result.runs]
+    for x, y in study.correlate:
+        points = [(m[x], m[y]) for m in per_run if x in m and y in m]
+        rho, p = spearman([a for a, _ in points], [b for _, b in points])
+        cell = ("n/a", "n/a") if math.isnan(rho) else (f"{rho:.2f}", f"{p:.2g}")
+        lines.append(f"| {x} | {y} | {len(points)} | {cell[0]} | {cell[1]} |")
+    return "\n".join(lines)
+
+
+def run_compare(study: Study, *, report: bool = True) -> StudyResult:
+    """Derive, train and evaluate everything ``study`` lists (reusing what is done), then
+    write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
+    correlations)."""
+    from crossalign.data.derive_settings import DeriveSettings
+    from crossalign.schema import build_dataclass
+
+    runs = plan(study)
+    for name in {s.eval for s in study.evaluations}:
+        from crossalign.evals.registry import evaluations
+
+        evaluations().get(name)  # unknown names fail before any work
+    derived_done: set[Path] = set()
+    records: dict[Path, list[Any]] = {}
+    for run in runs:
+        if study.derive is not None:
+            out = Path(run.variables["derived"])
+            if out not in derived_done:
+                raw = substitute(study.derive.settings, run.variables, "derive.settings")
+                ensure_derived(out, build_dataclass(DeriveSettings, raw, "derive.settings"))
+                derived_done.add(out)
+        label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
+        ensure_trained(write_run_config(study, run), run.overrides, label)
+        records[run.run_dir] = [
+            ensure_evaluated(run.run_dir, spec, run.variables, label) for spec in study.evaluations
+        ]
+    result = StudyResult(runs=runs, records=records, report=None)
+    if report:
+        from crossalign.report import write_report
+
+        extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
+        paths = write_report(
+            [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
+            extra_sections=extra,
+        )  # fmt: skip
+        result.report = Path(paths.markdown)
+    return result

@@ -1,0 +1,173 @@
+"""The registered evaluations: name, summary, options, metrics and implementation of each.
+Importing this module imports no torch (implementations are imported when they run)."""
+
+from __future__ import annotations
+
+from crossalign.evals.options import (
+    AEROptions,
+    AlignmentScoreOptions,
+    BLIOptions,
+    CoocCompareOptions,
+    InducedDictOptions,
+    LayerOptions,
+    LayersOptions,
+    PerplexityOptions,
+    RetrievalOptions,
+    TransferOptions,
+)
+from crossalign.evals.registry import EVALS, Evaluation, Metric
+
+
+def _register(evaluation: Evaluation) -> None:
+    EVALS.register(evaluation.name)(evaluation)
+
+
+def _count(label: str) -> Metric:
+    return Metric(label, "count", None)
+
+
+HITS = {
+    "hit@1": Metric("Hit@1", "fraction"),
+    "hit@5": Metric("Hit@5", "fraction"),
+    "words": _count("words"),
+    "candidates": _count("candidates"),
+}
+SIMILARITY = {
+    "mean_cos": Metric("mean cos", "ratio"),
+    "rsim": Metric("RSIM", "ratio"),
+}
+
+_register(
+    Evaluation(
+        name="aer",
+        summary="alignment error rate, precision and recall against gold word alignments",
+        options=AEROptions,
+        metrics={
+            "aer": Metric("AER", "fraction", False),
+            "precision": Metric("precision", "fraction"),
+            "recall": Metric("recall", "fraction"),
+        },
+        run="crossalign.evals.aer:evaluate_aer",
+        model="optional",
+    )
+)
+_register(
+    Evaluation(
+        name="bli",
+        summary="bilingual lexicon induction Hit@1/Hit@5 against a gold dictionary",
+        options=BLIOptions,
+        metrics=HITS,
+        run="crossalign.evals.bli:evaluate_bli",
+    )
+)
+_register(
+    Evaluation(
+        name="induced-dict",
+        summary="precision of the self-induced dictionary against a gold one (Table 1), with BLI",
+        options=InducedDictOptions,
+        metrics={
+            "precision": Metric("precision", "fraction"),
+            "correct": _count("correct"),
+            "scored": _count("scored"),
+            "pairs": _count("induced"),
+            **HITS,
+        },
+        run="crossalign.evals.bli:evaluate_induced",
+    )
+)
+_register(
+    Evaluation(
+        name="rsim",
+        summary="relational similarity (RSIM) of translation pairs, and their mean cosine",
+        options=LayerOptions,
+        metrics={**SIMILARITY, "pairs": _count("pairs")},
+        run="crossalign.evals.rsim:evaluate_rsim",
+    )
+)
+_register(
+    Evaluation(
+        name="layers",
+        summary="BLI accuracy, mean cosine and RSIM for every layer (table + PNG)",
+        options=LayersOptions,
+        metrics={**HITS, **SIMILARITY},
+        run="crossalign.evals.layers:evaluate_layers",
+    )
+)
+_register(
+    Evaluation(
+        name="retrieval",
+        summary="sentence retrieval accuracy on held-out translation pairs, both directions",
+        options=RetrievalOptions,
+        metrics={
+            "acc_src_tgt": Metric("src->tgt", "fraction"),
+            "acc_tgt_src": Metric("tgt->src", "fraction"),
+            "n": _count("pairs"),
+        },
+        run="crossalign.evals.retrieval:evaluate_retrieval",
+    )
+)
+_register(
+    Evaluation(
+        name="alignment-score",
+        summary="share of source tokens whose nearest cross-lingual neighbour is their counterpart",
+        options=AlignmentScoreOptions,
+        metrics={
+            "alignment": Metric("alignment", "fraction"),
+            "alignment_tokens": _count("tokens"),
+            "alignment_nn": Metric("dictionary NN", "fraction"),
+            "alignment_csls": Metric("dictionary CSLS", "fraction"),
+            "pairs": _count("pairs"),
+        },
+        run="crossalign.evals.alignment_score:evaluate",
+    )
+)
+_register(
+    Evaluation(
+        name="transfer",
+        summary="SUP, ZS and Δ of token-classification fine-tuning on a derived language",
+        options=TransferOptions,
+        metrics={
+            "sup": Metric("SUP", "percent"),
+            "zs": Metric("ZS", "percent"),
+            "delta": Metric("Δ", "percent", False),
+            "en": Metric("EN", "percent"),
+            "sup_f1": Metric("SUP macro-F1", "percent"),
+            "zs_f1": Metric("ZS macro-F1", "percent"),
+            "delta_f1": Metric("Δ macro-F1", "percent", False),
+            "en_f1": Metric("EN macro-F1", "percent"),
+            "train_sentences": _count("train"),
+            "test_sentences": _count("test"),
+        },
+        run="crossalign.evals.transfer:evaluate",
+    )
+)
+_register(
+    Evaluation(
+        name="cooc-compare",
+        summary="|log X_a - log X_b| of translated two-word phrases vs random pairs (Figure 1)",
+        options=CoocCompareOptions,
+        metrics={
+            "n": _count("phrases"),
+            "translated": Metric("translated |Δ log X|", "nats", False),
+            "translated_ci95": Metric("translated 95% half-width", "nats", None),
+            "random": Metric("random |Δ log X|", "nats", None),
+            "random_ci95": Metric("random 95% half-width", "nats", None),
+        },
+        run="crossalign.cooc.compare:evaluate_compare",
+        model="none",
+    )
+)
+_register(
+    Evaluation(
+        name="perplexity",
+        summary="held-out masked-LM and translation-LM perplexity (logged, or computed now)",
+        options=PerplexityOptions,
+        metrics={
+            "mlm_ppl": Metric("MLM ppl", "perplexity", False),
+            "tlm_ppl": Metric("TLM ppl", "perplexity", False),
+            "mlm_loss": Metric("MLM loss", "nats", False),
+            "tlm_loss": Metric("TLM loss", "nats", False),
+        },
+        run="crossalign.evals.perplexity:evaluate",
+    )
+)

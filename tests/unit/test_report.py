@@ -1,0 +1,337 @@
+"""`crossalign report`: seed groups with t intervals, best values by direction, config
+differences, figures, a self-contained HTML page, and clear errors for bad run dirs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import scipy.stats
+import yaml
+
+from crossalign.errors import CrossalignError
+from crossalign.evals.registry import Evaluation, Metric
+from crossalign.fileio import append_jsonl
+from crossalign.report import markdown, plots, write_report
+from crossalign.stats import t_interval
+
+
+@dataclass
+class NoOptions:
+    pass
+
+
+BLI = Evaluation(
+    "bli",
+    "test BLI",
+    NoOptions,
+    {
+        "hit@1": Metric("Hit@1", "fraction"),
+        "aer": Metric("AER", "fraction", higher_is_better=False),
+        "words": Metric("words", "count", higher_is_better=None),
+    },
+    run="tests:none",
+)
+LOOKUP = {"bli": BLI}.get
+
+
+@pytest.fixture(autouse=True)
+def tiny_figures(monkeypatch):
+    monkeypatch.setattr(plots, "DPI", 20)
+
+
+def make_run(root: Path, name: str, config: dict, metrics=(), results=()) -> Path:
+    run = root / name
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump({"run_dir": str(run), **config}))
+    for line in metrics:
+        append_jsonl(run / "metrics.jsonl", line)
+    for line in results:
+        append_jsonl(run / "results.jsonl", line)
+    return run
+
+
+def record(run_name: str, eval_name: str, metrics: dict, options=None, label=None) -> dict:
+    run = f"/runs/{run_name}"
+    out = {
+        "eval": eval_name,
+        "model": {"path": f"{run}/model", "run": run, "config_sha256": "0"},
+        "options": options or {"layer": 8},
+        "metrics": metrics,
+        "versions": {"eval": 1},
+    }
+    if label:
+        out["label"] = label
+    return out
+
+
+def config(objective: str, seed: int) -> dict:
+    return {"objectives": [{"name": objective}], "train": {"seed": seed, "lr": 0.001}}
+
+
+def table_lines(page: str, title: str) -> list[str]:
+    """The rows of the Markdown table under ``### title``."""
+    section = page.split(f"### {title}\n\n", 1)[1]
+    return [line for line in section.split("\n\n", 1)[0].splitlines()[2:]]
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_t_interval_matches_scipy():
+    values = [0.41, 0.43, 0.40, 0.47]
+    mean, half = t_interval(values)
+    sem = scipy.stats.sem(values)
+    low, high = scipy.stats.t.interval(0.95, len(values) - 1, loc=mean, scale=sem)
+    assert mean == pytest.approx(sum(values) / 4)
+    assert (mean - half, mean + half) == pytest.approx((low, high), rel=1e-12)
+    assert t_interval([0.5]) == (0.5, None)
+
+
+def test_seeds_form_one_row_with_mean_and_t_interval(tmp_path):
+    hits = {"mlm": [0.30, 0.34, 0.35], "xlm": [0.50, 0.52, 0.57]}
+    runs = [
+        make_run(
+            tmp_path,
+            f"{obj}-s{seed}",
+            config(obj, seed),
+            results=[record(f"{obj}-s{seed}", "bli", {"hit@1": hits[obj][seed]})],
+        )
+        for obj in hits
+        for seed in range(3)
+    ]
+    paths = write_report(runs, tmp_path / "report", lookup=LOOKUP)
+    summary = json.loads(paths.json.read_text())
+    assert [g["label"] for g in summary["groups"]] == ["mlm", "xlm"]
+    (table,) = summary["tables"]
+    assert [(row["group"], row["n"]) for row in table["rows"]] == [("mlm", 3), ("xlm", 3)]
+    for row, obj in zip(table["rows"], hits):
+        mean, half = t_interval(hits[obj])
+        assert row["metrics"]["hit@1"]["mean"] == pytest.approx(mean)
+        assert row["metrics"]["hit@1"]["ci95_half_width"] == pytest.approx(half)
+    rows = table_lines(paths.markdown.read_text(), "bli")
+    assert cells(rows[0]) == [
+        "mlm",
+        "3",
+        f"{100 * sum(hits['mlm']) / 3:.2f} ± {100 * t_interval(hits['mlm'])[1]:.2f}",
+    ]
+
+
+def test_best_marked_by_direction_ties_all_marked_counts_never(tmp_path):
+    values = {
+        "a": {"hit@1": 0.40, "aer": 0.20, "words": 900},
+        "b": {"hit@1": 0.60, "aer": 0.30, "words": 1000},
+        "c": {"hit@1": 0.60, "aer": 0.25, "words": 1000},
+    }
+    runs = [
+        make_run(tmp_path, name, config(name, 0), results=[record(name, "bli", m)])
+        for name, m in values.items()
+    ]
+    page = write_report(runs, tmp_path / "report", lookup=LOOKUP).markdown.read_text()
+    rows = {cells(line)[0]: cells(line)[1:] for line in table_lines(page, "bli")}
+    assert rows == {
+        "a": ["40.00", "**20.00**", "900"],
+        "b": ["**60.00**", "30.00", "1000"],
+        "c": ["**60.00**", "25.00", "1000"],
+    }
+    assert "Hit@1 % ↑ | AER % ↓ | words |" in page
+
+
+def test_unknown_evaluation_reported_plainly_and_unranked(tmp_path):
+    runs = [
+        make_run(tmp_path, n, config(n, 0), results=[record(n, "mystery", {"score": v})])
+        for n, v in (("a", 0.25), ("b", 0.75))
+    ]
+    page = write_report(runs, tmp_path / "report", lookup=LOOKUP).markdown.read_text()
+    assert [cells(line) for line in table_lines(page, "mystery")] == [
+        ["a", "0.2500"],
+        ["b", "0.7500"],
+    ]
+
+
+def test_an_evaluations_own_half_width_joins_its_column_for_a_single_run(tmp_path):
+    lookup = {
+        "gap": Evaluation(
+            "gap",
+            "test",
+            NoOptions,
+            {"gap": Metric("gap", "nats", False), "gap_ci95": Metric("gap ±", "nats", None)},
+            run="tests:none",
+        )
+    }.get
+    runs = [
+        make_run(
+            tmp_path,
+            "one",
+            config("one", 0),
+            results=[record("one", "gap", {"gap": 0.5, "gap_ci95": 0.1})],
+        ),
+        make_run(
+            tmp_path,
+            "two-s0",
+            config("two", 0),
+            results=[record("two-s0", "gap", {"gap": 0.2, "gap_ci95": 0.1})],
+        ),
+        make_run(
+            tmp_path,
+            "two-s1",
+            config("two", 1),
+            results=[record("two-s1", "gap", {"gap": 0.4, "gap_ci95": 0.1})],
+        ),
+    ]
+    page = write_report(runs, tmp_path / "report", lookup=lookup).markdown.read_text()
+    half = t_interval([0.2, 0.4])[1]
+    assert [cells(line) for line in table_lines(page, "gap")] == [
+        ["one", "1", "0.5000 ± 0.1000"],
+        ["two", "2", f"**0.3000 ± {half:.4f}**"],
+    ]
+
+
+def test_options_and_labels_make_separate_tables_and_the_latest_record_wins(tmp_path):
+    run = make_run(
+        tmp_path,
+        "a",
+        config("mlm", 0),
+        results=[
+            record("a", "bli", {"hit@1": 0.1}),
+            record("a", "bli", {"hit@1": 0.2}, options={"layer": 4}),
+            record("a", "bli", {"hit@1": 0.3}, label="bli_train"),
+            record("a", "bli", {"hit@1": 0.4}),
+        ],
+    )
+    page = write_report([run], tmp_path / "report", lookup=LOOKUP).markdown.read_text()
+    assert cells(table_lines(page, "bli (layer=8)")[0]) == ["a", "40.00"]
+    assert cells(table_lines(page, "bli (layer=4)")[0]) == ["a", "20.00"]
+    assert cells(table_lines(page, "bli_train (bli)")[0]) == ["a", "30.00"]
+
+
+def test_config_differences_list_the_differing_keys_with_their_values(tmp_path):
+    runs = [
+        make_run(tmp_path, f"{obj}-s{seed}", config(obj, seed), metrics=[{"step": 1, "loss": 1.0}])
+        for obj, seed in (("mlm", 0), ("xlm", 1))
+    ]
+    summary = json.loads(write_report(runs, tmp_path / "report").json.read_text())
+    assert summary["config_differences"] == {
+        "objectives.0.name": {"mlm-s0": "mlm", "xlm-s1": "xlm"},
+        "train.seed": {"mlm-s0": 0, "xlm-s1": 1},
+    }
+    page = (tmp_path / "report" / "report.md").read_text()
+    section = page.split("## Config differences\n\n", 1)[1]
+    assert section.splitlines()[0] == "| run | objectives.0.name | train.seed |"
+    assert section.splitlines()[2:4] == ["| mlm-s0 | mlm | 0 |", "| xlm-s1 | xlm | 1 |"]
+
+
+def test_per_layer_figure_and_curves_inlined_in_a_self_contained_page(tmp_path):
+    runs = []
+    for obj in ("mlm", "xlm"):
+        for seed in range(2):
+            by_layer = {f"L{n}/aer": 0.5 - 0.01 * n + 0.01 * seed for n in (0, 4, 8)}
+            runs.append(
+                make_run(
+                    tmp_path,
+                    f"{obj}-s{seed}",
+                    config(obj, seed),
+                    metrics=[
+                        {"step": 1, "loss": 5.0, "train/ppl": 140.0},
+                        {"step": 2, "loss": 4.0, "train/ppl": 60.0},
+                        {"step": 2, "valid/mlm_ppl": 70.0, "valid/mlm_loss": 4.2},
+                    ],
+                    results=[record(f"{obj}-s{seed}", "bli", by_layer)],
+                )
+            )
+    paths = write_report(runs, tmp_path / "report", title="Layers", lookup=LOOKUP)
+    names = sorted(p.name for p in paths.figures)
+    assert names == [
+        "curve-loss.png",
+        "curve-train-ppl.png",
+        "curve-valid-mlm-ppl.png",
+        "layers-bli.png",
+    ]
+    assert sorted(p.name for p in (tmp_path / "report" / "figures").iterdir()) == names
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths.figures)
+    page = paths.markdown.read_text()
+    assert "![bli by layer](figures/layers-bli.png)" in page
+    assert [cells(line)[:2] for line in table_lines(page, "bli")] == [
+        ["mlm", "layer 0"],
+        ["xlm", "layer 0"],
+        ["mlm", "layer 4"],
+        ["xlm", "layer 4"],
+        ["mlm", "layer 8"],
+        ["xlm", "layer 8"],
+    ]
+    html = paths.html.read_text()
+    assert html.count('<img src="data:image/png;base64,') == 4
+    assert 'src="http' not in html and "<script" not in html and "<link" not in html
+    assert "<title>Layers</title>" in html and '<td style="text-align: right">layer 4</td>' in html
+
+
+def test_extra_sections_are_appended_and_rendered(tmp_path):
+    run = make_run(tmp_path, "a", config("mlm", 0), metrics=[{"step": 1, "loss": 1.0}])
+    body = "| x | y |\n|:---|---:|\n| alignment | **0.81** |\n\n- one `item`"
+    paths = write_report([run], tmp_path / "r", extra_sections=[("Correlations", body)])
+    assert paths.markdown.read_text().endswith(f"## Correlations\n\n{body}\n")
+    html = paths.html.read_text()
+    assert '<td style="text-align: right"><strong>0.81</strong></td>' in html
+    assert "<li>one <code>item</code></li>" in html
+
+
+def test_a_half_written_last_line_is_dropped(tmp_path, capsys):
+    run = make_run(
+        tmp_path,
+        "a",
+        config("mlm", 0),
+        metrics=[{"step": 1, "loss": 2.0}],
+        results=[record("a", "bli", {"hit@1": 0.5})],
+    )
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write('{"step": 2, "lo')
+    with open(run / "results.jsonl", "a") as f:
+        f.write('{"eval": "bli", "met')
+    paths = write_report([run], tmp_path / "report", lookup=LOOKUP)
+    assert cells(table_lines(paths.markdown.read_text(), "bli")[0]) == ["a", "50.00"]
+    assert "dropping a half-written last line" in capsys.readouterr().err
+
+
+def test_bad_run_dirs_are_one_line_errors_naming_them(tmp_path):
+    good = make_run(tmp_path, "good", config("mlm", 0), metrics=[{"step": 1, "loss": 1.0}])
+    empty = make_run(tmp_path, "empty", config("mlm", 1))
+    (tmp_path / "plain").mkdir()
+    for bad, words in ((tmp_path / "plain", "no config.yaml"), (empty, "nothing to report")):
+        with pytest.raises(CrossalignError) as e:
+            write_report([good, bad], tmp_path / "report")
+        assert str(bad) in str(e.value) and words in str(e.value)
+        assert "\n" not in str(e.value)
+    assert not (tmp_path / "report").exists()
+
+
+def test_a_failed_report_keeps_the_previous_one_and_others_files_are_safe(tmp_path, monkeypatch):
+    run = make_run(tmp_path, "a", config("mlm", 0), metrics=[{"step": 1, "loss": 1.0}])
+    out = tmp_path / "report"
+    first = write_report([run], out, title="first").markdown.read_text()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(markdown, "render", broken)
+    with pytest.raises(RuntimeError):
+        write_report([run], out, title="second")
+    assert (out / "report.md").read_text() == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "report"]
+    with pytest.raises(CrossalignError, match=r"not a report \(a, report\)"):
+        write_report([run], tmp_path)
+    assert (run / "config.yaml").is_file()
+
+
+def test_cli_report(tmp_path, capsys):
+    from crossalign.cli import main
+
+    run = make_run(tmp_path, "a", config("mlm", 0), metrics=[{"step": 1, "loss": 1.0}])
+    assert main(["report", str(run), "--out", str(tmp_path / "r"), "--title", "T"]) == 0
+    assert "report.md" in capsys.readouterr().out
+    assert (tmp_path / "r" / "report.md").read_text().startswith("# T\n")
+    assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "r2")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("crossalign: error: ") and "missing" in err and err.count("\n") == 1
