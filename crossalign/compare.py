@@ -10,7 +10,8 @@ is started again; an evaluation whose record (evaluation, version, options, labe
 hash) is already in the run's ``results.jsonl`` is not run again.
 
 Strings in the study (configs, overrides, run_dir, evaluation options) may name variables as
-``{name}``: ``out``, ``run`` (the run's name), ``seed``, each matrix variable, ``derived``
+``{name}`` (a name alone in braces, so YAML flow mappings such as ``{name: mlm}`` stay as they
+are): ``out``, ``run`` (the run's name), ``seed``, each matrix variable, ``derived``
 (the derived corpus's directory) and the study's ``vars``. A string that is exactly
 ``{name}`` takes the variable's value with its type (a number stays a number).
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import string
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,9 @@ from typing import Any
 import yaml
 
 from crossalign.errors import CrossalignError
+
+VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A variable reference: a name alone in braces (``{name: mlm}`` in a YAML value is not one)."""
 
 
 @dataclass
@@ -165,7 +169,7 @@ def _check(study: Study, path: Path) -> None:
     for r in study.runs:
         if r.config is None and not r.inline:
             raise CrossalignError(f"{path}: run '{r.name}' needs 'config' (a file) or 'inline'")
-    fields = {f for _, f, _, _ in string.Formatter().parse(study.run_dir) if f}
+    fields = set(VARIABLE.findall(study.run_dir))
     needed = {"run", *study.matrix}
     missing = sorted(needed - fields)
     if missing:
@@ -185,7 +189,7 @@ def substitute(value: Any, variables: Mapping[str, Any], where: str) -> Any:
         return [substitute(v, variables, f"{where}.{i}") for i, v in enumerate(value)]
     if not isinstance(value, str) or "{" not in value:
         return value
-    names = [f for _, f, _, _ in string.Formatter().parse(value) if f is not None]
+    names = VARIABLE.findall(value)
     unknown = [n for n in names if n not in variables]
     if unknown:
         raise CrossalignError(
@@ -194,7 +198,7 @@ def substitute(value: Any, variables: Mapping[str, Any], where: str) -> Any:
         )
     if len(names) == 1 and value == "{" + names[0] + "}":
         return variables[names[0]]
-    return value.format(**{k: variables[k] for k in names})
+    return VARIABLE.sub(lambda m: str(variables[m.group(1)]), value)
 
 
 def cells(study: Study) -> list[dict[str, Any]]:

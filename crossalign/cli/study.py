@@ -93,9 +93,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "derive), pre-train one model per objective with the same budget and seed, score each "
         "model's alignment (crossalign eval alignment-score) and transfer (crossalign eval "
         "transfer); report a table with the Spearman correlation (and p-value) between "
-        "alignment and Δ over every objective x transform point. Writes "
-        "OUT/<transform>/{derived,configs,runs/<objective>}/ and OUT/results.{json,md}; "
-        "finished runs are reused.",
+        "alignment and Δ over every objective x transform point. It runs "
+        "configs/studies/derived.yaml through crossalign compare and writes "
+        "OUT/<transform>/{derived,runs/<objective>}/, OUT/configs/, OUT/report/ and "
+        "OUT/results.{json,md}; finished corpora, runs and evaluations are reused.",
     )
     add_options(s, DeriveSettings, exclude=["transform"])
     add_options(s, StudyOptions, positional=["overrides"])

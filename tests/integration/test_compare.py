@@ -103,9 +103,11 @@ def test_study_files_are_checked_before_any_work(tmp_path, capsys):
 def test_substitution_keeps_types_and_names_unknown_variables():
     variables = {"steps": 4, "out": "o", "corpus": ["a", "b"]}
     got = substitute(
-        {"s": "{steps}", "p": "{out}/x", "c": "{corpus}", "e": "{{k: 1}}"}, variables, "w"
+        {"s": "{steps}", "p": "{out}/x", "c": "{corpus}", "e": "{k: 1}", "f": "[{name: mlm}]"},
+        variables,
+        "w",
     )
-    assert got == {"s": 4, "p": "o/x", "c": ["a", "b"], "e": "{k: 1}"}
+    assert got == {"s": 4, "p": "o/x", "c": ["a", "b"], "e": "{k: 1}", "f": "[{name: mlm}]"}
     with pytest.raises(CrossalignError, match=r"w.x: '\{stpes\}/y' names \{stpes\}"):
         substitute({"x": "{stpes}/y"}, variables, "w")
 
