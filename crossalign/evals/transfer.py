@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from crossalign.data.masking import IGNORE_INDEX
+from crossalign.errors import CrossalignError
 from crossalign.evals.finetune_config import FinetuneConfig
 from crossalign.evals.registry import EvalOutput
 from crossalign.registry import Registry
@@ -209,16 +210,31 @@ def _sample(data: Tagged, n: int | None, seed: int) -> Tagged:
     return [data[i] for i in keep]
 
 
+def split_off_valid(train: Tagged, n_valid: int, seed: int) -> tuple[Tagged, Tagged]:
+    """(the rest, a seeded sample of ``n_valid`` sentences) of the training sentences ``train``:
+    the held-out split for choosing budgets and hyper-parameters without the test set. At most
+    half of ``train`` is held out."""
+    n = min(n_valid, len(train) // 2)
+    idx = list(range(len(train)))
+    random.Random(f"valid-{seed}").shuffle(idx)
+    held = set(idx[:n])
+    return [x for i, x in enumerate(train) if i not in held], [train[i] for i in sorted(held)]
+
+
 def evaluate_transfer(
     model_dir: str | Path,
     derived_dir: str | Path,
     task: str = "pos",
     cfg: FinetuneConfig | None = None,
     download: bool = False,
+    split: str = "test",
+    n_valid: int = 1000,
 ) -> dict[str, float]:
     """SUP, ZS and Δ = SUP − ZS (accuracy in %) of ``model_dir`` on ``task`` between English
     and the derived language of ``derived_dir``; also ``en``, the English test accuracy of the
-    English-fine-tuned model, the same four as macro-F1 (``*_f1``), and the sentence counts."""
+    English-fine-tuned model, the same four as macro-F1 (``*_f1``), and the sentence counts.
+    ``split="valid"`` fine-tunes on the training sentences less ``n_valid`` held out
+    (``split_off_valid``) and scores on those instead of the test set."""
     from transformers import AutoConfig
 
     from crossalign.data.derive import DERIVED_LANG, Derivation
@@ -228,8 +244,13 @@ def evaluate_transfer(
     cfg = cfg or FinetuneConfig()
     spec = TASKS.get(task)
     splits = spec.load(download, cfg.seed)
-    train = _sample(splits["train"], cfg.max_train, cfg.seed)
-    test = _sample(splits["test"], cfg.max_test, cfg.seed)
+    train, test = splits["train"], splits["test"]
+    if split == "valid":
+        train, test = split_off_valid(train, n_valid, cfg.seed)
+    elif split != "test":
+        raise CrossalignError(f"transfer split '{split}' must be test or valid")
+    train = _sample(train, cfg.max_train, cfg.seed)
+    test = _sample(test, cfg.max_test, cfg.seed)
     derivation = Derivation.load(derived_dir)
     derived = {}
     for name, data in (("train", train), ("test", test)):
@@ -281,10 +302,17 @@ def evaluate_transfer(
 def evaluate(model_dir: str, opts: TransferOptions) -> EvalOutput:
     """``eval transfer``: ``evaluate_transfer`` with the options of the command."""
     scores = evaluate_transfer(
-        model_dir, opts.derived, opts.task, opts.finetune_config(), opts.download
+        model_dir,
+        opts.derived,
+        opts.task,
+        opts.finetune_config(),
+        opts.download,
+        split=opts.split,
+        n_valid=opts.valid_sentences,
     )
     note = (
-        f"{opts.task}: {scores['train_sentences']} training, {scores['test_sentences']} test "
+        f"{opts.task}: {scores['train_sentences']} training, {scores['test_sentences']} "
+        f"{opts.split} "
         f"sentences; SUP: fine-tuned on the derived language, ZS: on English, EN: the "
         f"English test of the English-fine-tuned model (accuracy and macro-F1, %)"
     )

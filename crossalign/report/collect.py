@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,12 +175,14 @@ def suffix_labels(paths: Sequence[Path]) -> list[str]:
 
 def group_label(labels: Sequence[str]) -> str:
     """A group's name from its runs' labels: the common start cut back to a word boundary
-    (``mlm-s0``, ``mlm-s1`` → ``mlm``); the labels joined when they share none."""
+    (``mlm-s0``, ``mlm-s1`` → ``mlm``; ``mlm/seed-0``, ``mlm/seed-1`` → ``mlm``); the labels
+    joined when they share none."""
     if len(labels) == 1:
         return labels[0]
     prefix = os.path.commonprefix(list(labels))
     if any(len(label) > len(prefix) and label[len(prefix)] not in SEPARATORS for label in labels):
         prefix = prefix[: max(prefix.rfind(c) for c in SEPARATORS) + 1]
+    prefix = re.sub(r"[-_./ =]*seed$", "", prefix.rstrip(SEPARATORS))  # mlm/seed-0, mlm/seed-1
     return prefix.rstrip(SEPARATORS) or ", ".join(labels)
 
 

@@ -51,6 +51,8 @@ def results_table(table: Table) -> str:
             reported = row.cells.get(base + CI)
             if half is None and reported is not None and len(reported.values) == 1:
                 half = reported.mean
+            if metric.unit == "count":  # sizes: the mean alone
+                half = None
             text = format_value(cell.mean, metric, half)
             cells.append(f"**{text}**" if cell.best else text)
         rows.append(cells)

@@ -119,3 +119,22 @@ def test_the_derived_study_file_plans_one_run_per_transform_and_objective():
     assert len(runs) == 3 * 5 * 2
     assert {r.run_dir.name for r in runs} == {"seed-0", "seed-1"}
     assert runs[0].variables["derived"] == "runs/studies/derived/trans/derived"
+
+
+def test_a_study_extends_another_key_by_key(tmp_path):
+    parent = _study(tmp_path)
+    child = tmp_path / "sub" / "child.yaml"
+    child.parent.mkdir()
+    child.write_text("extends: ../study.yaml\nname: child\nvars: {other: 1}\nseeds: [3]\n")
+    study = load_study(child)
+    assert (study.name, study.seeds, study.vars) == ("child", [3], {"steps": 4, "other": 1})
+    assert [r.name for r in study.runs] == ["mlm", "xlm"]  # from the parent
+    assert study.out == str(tmp_path / "study")
+    (tmp_path / "loop.yaml").write_text("extends: sub/child.yaml\n")
+    child.write_text("extends: ../loop.yaml\n")
+    with pytest.raises(CrossalignError, match="comes back to this file"):
+        load_study(child)
+    child.write_text("extends: ../nothing.yaml\n")
+    with pytest.raises(CrossalignError, match=r"nothing.yaml does not exist \(extended by"):
+        load_study(child)
+    assert parent.is_file()

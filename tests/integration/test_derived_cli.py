@@ -172,6 +172,12 @@ def test_eval_alignment_score_and_transfer(trained, derived, tmp_path, capsys):
     assert t["delta_f1"] == pytest.approx(t["sup_f1"] - t["zs_f1"])
     assert t["test_sentences"] == 6 and 0 <= t["zs"] <= 100 and 0 <= t["zs_f1"] <= 100
     assert "macro-F1" in capsys.readouterr().out
+    # split=valid: scored on sentences held out of the training data, never on the test set
+    argv += ["--epochs", "1", "--batch-size", "8", "--split", "valid", "valid_sentences=4"]
+    assert _eval([*argv, "--json", str(out)]) == 0
+    v = json.loads(out.read_text())
+    assert (v["train_sentences"], v["test_sentences"]) == (t["train_sentences"] - 4, 4)
+    assert "4 valid sentences" in capsys.readouterr().out
 
 
 def test_study_runs_each_objective_and_reuses_finished_runs(tmp_path, capsys):

@@ -335,3 +335,12 @@ def test_cli_report(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "r2")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("crossalign: error: ") and "missing" in err and err.count("\n") == 1
+
+
+def test_group_names_drop_the_seed_part_of_run_names():
+    from crossalign.report.collect import group_label
+
+    assert group_label(["mlm/seed-0", "mlm/seed-1"]) == "mlm"
+    assert group_label(["mlm-s0", "mlm-s1"]) == "mlm"
+    assert group_label(["xlm_seed_0", "xlm_seed_1", "xlm_seed_2"]) == "xlm"
+    assert group_label(["a", "b"]) == "a, b"
