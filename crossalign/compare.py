@@ -382,25 +382,35 @@ def run_compare(study: Study, *, report: bool = True) -> StudyResult:
     """Derive, train and evaluate everything ``study`` lists (reusing what is done), then
     write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
     correlations)."""
+    from crossalign.config import load_config
     from crossalign.data.derive_settings import DeriveSettings
+    from crossalign.evals.registry import evaluations
     from crossalign.schema import build_dataclass
 
     runs = plan(study)
-    for name in {s.eval for s in study.evaluations}:
-        from crossalign.evals.registry import evaluations
-
-        evaluations().get(name)  # unknown names fail before any work
-    derived_done: set[Path] = set()
+    # every derive setting, run config and evaluation option is checked before any work
+    derives: dict[Path, DeriveSettings] = {}
+    configs: dict[Path, Path] = {}
+    for run in runs:
+        if study.derive is not None:
+            out = Path(run.variables["derived"])
+            raw = substitute(study.derive.settings, run.variables, "derive.settings")
+            derives.setdefault(out, build_dataclass(DeriveSettings, raw, "derive.settings"))
+        configs[run.run_dir] = write_run_config(study, run)
+        load_config(configs[run.run_dir], run.overrides)
+        for spec in study.evaluations:
+            where = f"evaluations.{spec.eval}.options"
+            evaluations().get(spec.eval).build_options(
+                substitute(spec.options, run.variables, where)
+            )
     records: dict[Path, list[Any]] = {}
     for run in runs:
         if study.derive is not None:
             out = Path(run.variables["derived"])
-            if out not in derived_done:
-                raw = substitute(study.derive.settings, run.variables, "derive.settings")
-                ensure_derived(out, build_dataclass(DeriveSettings, raw, "derive.settings"))
-                derived_done.add(out)
+            if out in derives:
+                ensure_derived(out, derives.pop(out))
         label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
-        ensure_trained(write_run_config(study, run), run.overrides, label)
+        ensure_trained(configs[run.run_dir], run.overrides, label)
         records[run.run_dir] = [
             ensure_evaluated(run.run_dir, spec, run.variables, label) for spec in study.evaluations
         ]

@@ -362,6 +362,10 @@ _DEEPEST = "_crossalign_parser"
 _CHOICE = re.compile(r"invalid choice: '(.*?)' \(choose from (.*)\)$")
 
 
+OVERRIDES = "overrides"
+"""The dest of a command's trailing ``KEY=VALUE`` positional."""
+
+
 class Parser(argparse.ArgumentParser):
     """``ArgumentParser`` whose errors are one line, ``crossalign: error: ...``, with "did you
     mean" for an unknown option or choice (argparse's prefix matching is kept)."""
@@ -375,6 +379,11 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):  # type: ignore[override]
         ns, extras = self.parse_known_args(args, namespace)
         deepest = vars(ns).pop(_DEEPEST, self)
+        late = [x for x in extras if "=" in x and not x.startswith("-")]
+        if late and isinstance(getattr(ns, OVERRIDES, None), list):
+            # argparse fills a nargs="*" positional once: key=value pairs after options land here
+            setattr(ns, OVERRIDES, [*getattr(ns, OVERRIDES), *late])
+            extras = [x for x in extras if x not in late]
         if extras:
             deepest.error(f"unrecognized arguments: {' '.join(extras)}{deepest._hint(extras)}")
         return ns

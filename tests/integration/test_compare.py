@@ -98,6 +98,13 @@ def test_study_files_are_checked_before_any_work(tmp_path, capsys):
     assert "has no run 'bert'" in capsys.readouterr().err
     assert main(["compare", str(path), "seed=[1]"]) == 2
     assert "did you mean 'seeds'" in capsys.readouterr().err
+    # key=value pairs after the options are overrides too; bad run configs and evaluation
+    # options are refused before anything is trained
+    assert main(["compare", str(path), "--runs", "mlm", "vars.steps=x"]) == 2
+    assert "train.steps='x' must be of type int" in capsys.readouterr().err
+    assert main(["compare", str(path), "--no-report", "evaluations.1.options.layr=1"]) == 2
+    assert "did you mean 'layer'" in capsys.readouterr().err
+    assert not (tmp_path / "study" / "runs").exists()
 
 
 def test_substitution_keeps_types_and_names_unknown_variables():
