@@ -237,9 +237,12 @@ class LogStats:
     predicted tokens, so auxiliary losses never enter it.
     """
 
-    def __init__(self, objectives: dict[str, Objective], weights: dict[str, float]) -> None:
+    def __init__(
+        self, objectives: dict[str, Objective], weights: dict[str, float], mix: str = "weighted"
+    ) -> None:
         self.objectives = objectives
         self.weights = weights
+        self.mix = mix
         self.sums: dict[str, torch.Tensor] = {}
         self.steps = 0
 
@@ -269,11 +272,21 @@ class LogStats:
                 ntok = means[f"{name}/tokens"]
                 ppl_loss += means.get(f"{name}/lm_loss", means[f"{name}/loss"]) * ntok
                 ppl_tokens += ntok
-        record["loss"] = sum(self.weights[n] * record[f"loss/{n}"] for n in self.objectives)
+        record["loss"] = self._loss(record, means)
         if ppl_tokens:
             record["train/ppl"] = math.exp(min(ppl_loss / ppl_tokens, 50.0))
         self.sums, self.steps = {}, 0
         return record
+
+    def _loss(self, record: dict[str, float], means: dict[str, float]) -> float:
+        """The loss the steps optimised (``accumulate_gradients``): Σ_o w_o L_o, or with
+        ``pooled`` mixing Σ_o w_o N_o L_o / Σ_o N_o (N_o: the objective's predicted tokens)."""
+        names = list(self.objectives)
+        if self.mix != "pooled":
+            return sum(self.weights[n] * record[f"loss/{n}"] for n in names)
+        tokens = {n: means[f"{n}/tokens"] for n in names}
+        total = sum(tokens.values()) or 1.0
+        return sum(self.weights[n] * tokens[n] * record[f"loss/{n}"] for n in names) / total
 
     def state_dict(self, accelerator: Accelerator) -> dict:
         """The sums since the last log line, averaged over processes, for a checkpoint: a run
@@ -839,7 +852,7 @@ class TrainingRun:
         accelerator.register_for_checkpointing(scheduler)
         trainer = TrainState.of_run(accelerator, module, optimizer, scheduler, setup, cfg)
         streams, samplers = _samplers(setup, cfg)
-        stats = LogStats(setup.objectives, setup.weights)
+        stats = LogStats(setup.objectives, setup.weights, tc.objective_mix)
         position = {n: s.state_dict() for n, s in samplers.items()}
         sizes = (valid_batch_size, batch_sizes, micro_sizes)
         config = config_to_dict(cfg)

@@ -195,7 +195,11 @@ def test_objectives_with_their_own_batch_size_pooled(tiny, tmp_path):
         },
     )
     assert main(["train", *args]) == 0
-    record = json.loads((tmp_path / "mixed" / "metrics.jsonl").read_text().splitlines()[-2])
+    lines = (tmp_path / "mixed" / "metrics.jsonl").read_text().splitlines()
+    record = json.loads(lines[-2])
     assert record["step"] == 3 and "loss/tlm" in record
+    for record in map(json.loads, lines[:-1]):  # one mean over both: between the two losses
+        low, high = sorted((record["loss/mlm"], record["loss/tlm"]))
+        assert low - 1e-6 <= record["loss"] <= high + 1e-6
     assert main(["train", *tiny("odd", **{"objectives": "[{name: tlm, batch_size: 3}]",
                                           "train.grad_accum": 2})]) == 2  # fmt: skip
