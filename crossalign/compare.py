@@ -24,11 +24,16 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from crossalign.errors import CrossalignError
+
+if TYPE_CHECKING:
+    from crossalign.config import RunConfig
+    from crossalign.evals.registry import Evaluation
+    from crossalign.evals.results import ResultRecord
 
 VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A variable reference: a name alone in braces (``{name: mlm}`` in a YAML value is not one)."""
@@ -306,15 +311,15 @@ def ensure_derived(out: Path, settings: Any) -> None:
     write_derived(out, settings, command)
 
 
-def ensure_trained(config_path: Path, overrides: Sequence[str], label: str) -> Path:
-    """Train the run unless it is finished with the same resolved config: a run directory
-    whose ``config.yaml`` equals it and holds ``model/`` is reused, one with checkpoints is
-    resumed, anything else is started again (``--overwrite``). Returns ``run_dir``."""
+def ensure_trained(cfg: RunConfig, label: str) -> Path:
+    """Train the run ``cfg`` describes unless it is finished with the same resolved config: a
+    run directory whose ``config.yaml`` equals it and holds ``model/`` is reused, one with
+    checkpoints is resumed, anything else is started again (``--overwrite``). Returns
+    ``run_dir``."""
     from crossalign.checkpoint import CONFIG, list_checkpoints
-    from crossalign.config import config_to_dict, load_config
+    from crossalign.config import config_to_dict
     from crossalign.train import train
 
-    cfg = load_config(config_path, list(overrides))
     run_dir = Path(cfg.run_dir)
     saved = run_dir / CONFIG
     same = saved.is_file() and yaml.safe_load(saved.read_text(encoding="utf-8")) == (
@@ -328,20 +333,20 @@ def ensure_trained(config_path: Path, overrides: Sequence[str], label: str) -> P
     return run_dir
 
 
-def ensure_evaluated(run_dir: Path, spec: StudyEval, variables: Mapping[str, Any], label: str):
-    """The record of ``spec`` on the run's model: read from ``RUN/results.jsonl`` when the same
+def ensure_evaluated(
+    run_dir: Path, evaluation: Evaluation, opts: Any, spec_label: str | None, label: str
+) -> ResultRecord:
+    """The record of ``evaluation`` with built options ``opts`` (and record label
+    ``spec_label``) on the run's model: read from ``RUN/results.jsonl`` when the same
     measurement is there, else measured and appended."""
-    from crossalign.evals.registry import evaluations
     from crossalign.evals.results import find_record, read_results, run_evaluation
 
-    evaluation = evaluations().get(spec.eval)
-    options = substitute(spec.options, variables, f"evaluations.{spec.eval}.options")
     model = run_dir / "model"
-    found = find_record(read_results(run_dir), evaluation, model, options, spec.label)
+    found = find_record(read_results(run_dir), evaluation, model, opts, spec_label)
     if found is not None:
         return found
-    print(f"== evaluating {label}: {spec.label or spec.eval}")
-    record, _ = run_evaluation(evaluation, model, options, label=spec.label)
+    print(f"== evaluating {label}: {spec_label or evaluation.name}")
+    record, _ = run_evaluation(evaluation, model, opts, label=spec_label)
     return record
 
 
@@ -350,12 +355,12 @@ class StudyResult:
     """What a study produced."""
 
     runs: list[PlannedRun]
-    records: dict[Path, list[Any]]
+    records: dict[Path, list[ResultRecord]]
     """The study's result records per run directory."""
     report: Path | None
 
 
-def run_metrics(records: Sequence[Any]) -> dict[str, float]:
+def run_metrics(records: Sequence[ResultRecord]) -> dict[str, float]:
     """A run's metrics keyed ``eval.metric`` (``label.metric`` for labelled records)."""
     out = {}
     for record in records:
@@ -390,29 +395,32 @@ def run_compare(study: Study, *, report: bool = True) -> StudyResult:
     runs = plan(study)
     # every derive setting, run config and evaluation option is checked before any work
     derives: dict[Path, DeriveSettings] = {}
-    configs: dict[Path, Path] = {}
+    checked = []
     for run in runs:
         if study.derive is not None:
             out = Path(run.variables["derived"])
-            raw = substitute(study.derive.settings, run.variables, "derive.settings")
-            derives.setdefault(out, build_dataclass(DeriveSettings, raw, "derive.settings"))
-        configs[run.run_dir] = write_run_config(study, run)
-        load_config(configs[run.run_dir], run.overrides)
+            if out not in derives:
+                raw = substitute(study.derive.settings, run.variables, "derive.settings")
+                derives[out] = build_dataclass(DeriveSettings, raw, "derive.settings")
+        cfg = load_config(write_run_config(study, run), run.overrides)
+        evals = []
         for spec in study.evaluations:
+            evaluation = evaluations().get(spec.eval)
             where = f"evaluations.{spec.eval}.options"
-            evaluations().get(spec.eval).build_options(
-                substitute(spec.options, run.variables, where)
-            )
-    records: dict[Path, list[Any]] = {}
-    for run in runs:
+            opts = evaluation.build_options(substitute(spec.options, run.variables, where))
+            evals.append((evaluation, opts, spec.label))
+        checked.append((run, cfg, evals))
+    records: dict[Path, list[ResultRecord]] = {}
+    for run, cfg, evals in checked:
         if study.derive is not None:
             out = Path(run.variables["derived"])
             if out in derives:
                 ensure_derived(out, derives.pop(out))
         label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
-        ensure_trained(configs[run.run_dir], run.overrides, label)
+        ensure_trained(cfg, label)
         records[run.run_dir] = [
-            ensure_evaluated(run.run_dir, spec, run.variables, label) for spec in study.evaluations
+            ensure_evaluated(run.run_dir, evaluation, opts, spec_label, label)
+            for evaluation, opts, spec_label in evals
         ]
     result = StudyResult(runs=runs, records=records, report=None)
     if report:

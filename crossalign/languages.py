@@ -50,6 +50,17 @@ def check_language(code: str, where: str = "") -> str:
     )
 
 
+def language_file(item: str, flag: str, example: str, pair: bool = False) -> tuple[str, str]:
+    """``(name, path)`` of a command-line ``LANG=FILE`` item (``SRC-TGT=FILE`` with ``pair``),
+    its language codes checked; anything else is an error naming ``flag`` and ``example``."""
+    name, sep, path = item.partition("=")
+    if not sep or not name or not path:
+        raise CrossalignError(f"{flag} '{item}' must look like {example}")
+    for lang in name.split("-", 1) if pair else [name]:
+        check_language(lang, flag)
+    return name, path
+
+
 def to_iso639_1(code3: str) -> str:
     """Map an ISO 639-3 code (``deu``) to ISO 639-1 (``de``); unknown codes raise."""
     if code3 not in ISO639_3_TO_1:

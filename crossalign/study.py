@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -228,8 +228,8 @@ def run_study(
     study.matrix = {"transform": dirs}
     study.overrides = [*study.overrides, *overrides]
     study.vars.update(study_vars(parallel_fraction=derive.parallel_fraction, **budget))
-    settings = {k: v for k, v in asdict(replace(derive, transform="trans")).items()}
-    study.derive.settings = {**settings, "transform": "{transform}", "corpus": list(derive.corpus)}
+    corpus = list(derive.corpus)
+    study.derive.settings = {**asdict(derive), "transform": "{transform}", "corpus": corpus}
     for spec in study.evaluations:
         if spec.eval == "transfer":
             spec.options = {**spec.options, **asdict(finetune), "task": task, "download": download}

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from crossalign.evals.registry import Evaluation, Metric
+from crossalign.evals.registry import Evaluation, Metric, split_key
 
 Style = Literal["text", "markdown"]
 
@@ -58,12 +58,6 @@ def format_table(
         ).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
-
-
-def split_key(key: str) -> tuple[str, str]:
-    """``L8/aer`` → (``L8``, ``aer``); ``aer`` → (``""``, ``aer``)."""
-    prefix, _, base = key.rpartition("/")
-    return prefix, base
 
 
 def metric_rows(metrics: Mapping[str, float]) -> tuple[list[str], list[str], dict]:

@@ -673,7 +673,7 @@ def text_sources(
 ) -> list[tuple[str, list[str]]]:
     """(language, files) in language order from a built ``corpus`` (its train text; only the
     comma-separated ``languages`` when given) and ``LANG=FILE`` items of ``texts``."""
-    from crossalign.languages import check_language
+    from crossalign.languages import language_file
 
     files: dict[str, list[str]] = {}
     if corpus:
@@ -684,10 +684,7 @@ def text_sources(
     elif languages:
         raise CrossalignError("--languages selects languages of --corpus; give --corpus too")
     for item in texts:
-        lang, sep, path = item.partition("=")
-        if not sep or not lang or not path:
-            raise CrossalignError(f"--text '{item}' must look like LANG=FILE, e.g. en=train.en")
-        check_language(lang, "--text")
+        lang, path = language_file(item, "--text", "LANG=FILE, e.g. en=train.en")
         files.setdefault(lang, []).append(path)
     if not files:
         raise CrossalignError("no text: give --corpus DIR (from 'crossalign data ...') or --text")

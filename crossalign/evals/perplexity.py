@@ -74,7 +74,7 @@ def heldout_sources(opts: PerplexityOptions, cfg: RunConfig | None) -> Sources:
     split when given, else the run's own held-out sources."""
     from crossalign.data.corpus import resolve_corpus
     from crossalign.data.prepare import Sources, resolve_sources
-    from crossalign.languages import check_language
+    from crossalign.languages import language_file
 
     if opts.text or opts.pairs or opts.corpus:
         sources = Sources()
@@ -86,13 +86,9 @@ def heldout_sources(opts: PerplexityOptions, cfg: RunConfig | None) -> Sources:
             ("--text", opts.text, sources.valid_mono),
             ("--pairs", opts.pairs, sources.valid_parallel),
         ):
+            example = "en=valid.en" if flag == "--text" else "en-de=valid.tsv"
             for item in items or []:
-                name, sep, path = item.partition("=")
-                if not sep or not name or not path:
-                    example = "en=valid.en" if flag == "--text" else "en-de=valid.tsv"
-                    raise CrossalignError(f"{flag} '{item}' must look like {example}")
-                for lang in name.split("-", 1) if flag == "--pairs" else [name]:
-                    check_language(lang, flag)
+                name, path = language_file(item, flag, example, pair=flag == "--pairs")
                 into[name] = path
     elif cfg is not None:
         if cfg.data.store:

@@ -43,6 +43,13 @@ class EvalOutput:
     """Files it wrote (plots, reports), by role."""
 
 
+def split_key(key: str) -> tuple[str, str]:
+    """A metric key's (prefix, base name): ``L8/aer`` → (``L8``, ``aer``); ``aer`` →
+    (``""``, ``aer``)."""
+    prefix, _, base = key.rpartition("/")
+    return prefix, base
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """One registered evaluation."""
@@ -65,7 +72,7 @@ class Evaluation:
     def metric(self, key: str) -> Metric:
         """The declaration of ``key`` (``L8/aer`` → ``aer``, ``bin3/translated`` →
         ``translated``); an undeclared key is a programming error."""
-        base = key.rsplit("/", 1)[-1]
+        base = split_key(key)[1]
         if base not in self.metrics:
             raise KeyError(f"evaluation '{self.name}' returned undeclared metric '{key}'")
         return self.metrics[base]

@@ -18,11 +18,11 @@ import yaml
 
 from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
-from crossalign.evals.registry import Evaluation, Metric, evaluations
+from crossalign.evals.registry import Evaluation, Metric, evaluations, split_key
 from crossalign.evals.results import RESULTS, ResultRecord, read_results
 from crossalign.run_dir import METRICS, flatten, read_metrics
 from crossalign.stats import t_interval
-from crossalign.tables import CI, split_key
+from crossalign.tables import CI
 
 SEED_KEYS = frozenset({"train.seed", "run_dir"})
 """Flattened config keys in which the runs of one group may differ."""
