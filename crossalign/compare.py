@@ -2,8 +2,9 @@
 
 A study file names the runs to compare (run configs, each with overrides), the seeds, an
 optional matrix of variables the runs are repeated over (e.g. one derived language per
-transform), an optional derived corpus per matrix cell, and the evaluations to run on every
-model; then the report. Everything is keyed by what it depends on, so an interrupted or
+transform), an optional derived corpus per matrix cell, commands that prepare what runs share
+(a tokenizer, a co-occurrence matrix), and the evaluations to run on every model; then the
+report. Everything is keyed by what it depends on, so an interrupted or
 repeated study continues where it stopped: a run whose ``config.yaml`` equals the config it
 would get and which holds ``model/`` is reused, one with checkpoints is resumed, any other
 is started again; an evaluation whose record (evaluation, version, options, label, config
@@ -53,6 +54,9 @@ class StudyRun:
     """``key=value`` changes to its config (after the study's ``overrides``)."""
     optional: bool = False
     """Run only when named in ``--runs`` (a variant kept beside the study's methods)."""
+    seeds: list[int] | None = None
+    """Its own seeds instead of the study's, e.g. ``[0]`` for a starting model that the other
+    runs continue from (``model.path: "{out}/runs/base/model"``; list it first)."""
 
 
 @dataclass
@@ -65,6 +69,19 @@ class StudyEval:
     """Its options (as ``crossalign eval NAME key=value``)."""
     label: str | None = None
     """A name for its records when one evaluation runs twice with other options."""
+
+
+@dataclass
+class StudyStep:
+    """A crossalign command run before the runs of each matrix cell, e.g. a tokenizer the runs
+    share or a co-occurrence matrix counted with it. It is skipped when ``creates`` exists and
+    ``OUT/prepared.json`` records that the same command made it."""
+
+    command: str
+    """A crossalign command line without the program name, split like a shell line, e.g.
+    ``data tokenizer --config c.yaml --out {out}/tokenizer``."""
+    creates: str
+    """The file or directory the command writes."""
 
 
 @dataclass
@@ -104,6 +121,9 @@ class Study:
     ``{seed}`` in it, each seed's run goes to ``RUN_DIR/seed-N``."""
     derive: StudyDerive | None = None
     """A derived corpus per matrix cell."""
+    prepare: list[StudyStep] = field(default_factory=list)
+    """Commands run in order before each cell's runs (after its derived corpus); a step whose
+    ``creates`` another cell already made is not repeated."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Not read: a home for YAML anchors the runs' inline configs merge (``<<: *shared``)."""
     evaluations: list[StudyEval] = field(default_factory=list)
@@ -203,6 +223,8 @@ def _check(study: Study, path: Path) -> None:
     for r in study.runs:
         if r.config is None and not r.inline:
             raise CrossalignError(f"{path}: run '{r.name}' needs 'config' (a file) or 'inline'")
+        if r.seeds is not None and not r.seeds:
+            raise CrossalignError(f"{path}: run '{r.name}' has empty 'seeds'; give one or drop it")
     fields = set(VARIABLE.findall(study.run_dir))
     needed = {"run", *study.matrix}
     missing = sorted(needed - fields)
@@ -250,14 +272,15 @@ def plan(study: Study) -> list[PlannedRun]:
         if study.derive is not None:
             base["derived"] = substitute(study.derive.out, base, "derive.out")
         for run in study.runs:
-            for seed in study.seeds:
+            seeds = study.seeds if run.seeds is None else run.seeds
+            for seed in seeds:
                 variables = {**base, "run": run.name, "seed": seed}
                 run_dir = Path(substitute(study.run_dir, variables, "run_dir"))
-                if len(study.seeds) > 1 and "{seed}" not in study.run_dir:
+                if len(seeds) > 1 and "{seed}" not in study.run_dir:
                     run_dir = run_dir / f"seed-{seed}"
                 tag = "-".join(str(v) for v in cell.values())
                 stem = f"{tag}-{run.name}" if tag else run.name
-                suffix = f"-seed{seed}" if len(study.seeds) > 1 else ""
+                suffix = f"-seed{seed}" if len(seeds) > 1 else ""
                 overrides = [
                     *substitute(study.overrides, variables, "overrides"),
                     *substitute(run.overrides, variables, f"runs.{run.name}.overrides"),
@@ -298,27 +321,93 @@ def write_run_config(study: Study, run: PlannedRun) -> Path:
     return run.config_path
 
 
-def ensure_derived(out: Path, settings: Any) -> None:
-    """Write the derived corpus ``settings`` describes to ``out`` unless ``out`` already holds
-    the one the same command writes (its card's ``command``)."""
+def derived_is_written(out: Path, settings: Any) -> bool:
+    """Whether ``out`` holds the derived corpus ``settings`` describes (its card's
+    ``command`` is the same)."""
     from crossalign.data.corpus import load_card
-    from crossalign.data.derive import write_derived
 
     command = settings.command_line(str(out))
-    if (out / "card.json").is_file() and load_card(out).get("command") == command:
+    return (out / "card.json").is_file() and load_card(out).get("command") == command
+
+
+def ensure_derived(out: Path, settings: Any) -> None:
+    """Write the derived corpus ``settings`` describes to ``out`` unless ``derived_is_written``."""
+    from crossalign.data.derive import write_derived
+
+    if derived_is_written(out, settings):
         print(f"derived corpus: {out} (already written)")
         return
-    write_derived(out, settings, command)
+    write_derived(out, settings, settings.command_line(str(out)))
 
 
-def ensure_trained(cfg: RunConfig, label: str) -> Path:
-    """Train the run ``cfg`` describes unless it is finished with the same resolved config: a
-    run directory whose ``config.yaml`` equals it and holds ``model/`` is reused, one with
-    checkpoints is resumed, anything else is started again (``--overwrite``). Returns
-    ``run_dir``."""
+@dataclass
+class PreparedStep:
+    """A ``prepare`` step with its variables substituted and its command line parsed."""
+
+    command: str
+    argv: list[str]
+    creates: Path
+    args: Any
+    """The parsed command line (its ``func`` runs it)."""
+
+
+def parse_step(step: StudyStep, variables: Mapping[str, Any], where: str) -> PreparedStep:
+    """``step`` with ``variables`` substituted, its command line parsed by crossalign's own
+    parser (an unknown command or option is an error here, before any work)."""
+    import shlex
+
+    from crossalign.cli import build_parser
+
+    command = substitute(step.command, variables, f"{where}.command")
+    creates = Path(substitute(step.creates, variables, f"{where}.creates"))
+    argv = shlex.split(command)
+    if argv[:1] == ["crossalign"]:
+        argv = argv[1:]
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:
+        raise CrossalignError(
+            f"{where}: '{command}' is not a crossalign command line (see the message above)"
+        ) from None
+    return PreparedStep(command=shlex.join(argv), argv=argv, creates=creates, args=args)
+
+
+def _ledger(path: Path) -> dict[str, str]:
+    """The prepare ledger ``OUT/prepared.json``: output path → the command that made it."""
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def is_made(step: PreparedStep, ledger: Path) -> bool:
+    """Whether ``step.creates`` exists and ``ledger`` records that the same command made it."""
+    return step.creates.exists() and _ledger(ledger).get(str(step.creates)) == step.command
+
+
+def ensure_prepared(step: PreparedStep, ledger: Path) -> None:
+    """Run ``step`` unless ``is_made``; record it in ``ledger`` after it succeeds."""
+    from crossalign.fileio import write_json_atomic
+
+    key = str(step.creates)
+    if is_made(step, ledger):
+        print(f"prepared: {key} (already made by 'crossalign {step.command}')")
+        return
+    print(f"== crossalign {step.command}")
+    status = step.args.func(step.args)
+    if status:
+        raise CrossalignError(f"'crossalign {step.command}' failed (exit status {status})")
+    if not step.creates.exists():
+        raise CrossalignError(
+            f"'crossalign {step.command}' did not write {key}; fix the step's 'creates'"
+        )
+    write_json_atomic(ledger, {**_ledger(ledger), key: step.command})
+
+
+def run_state(cfg: RunConfig) -> str:
+    """What ``ensure_trained`` does with ``cfg``: ``done`` (its run directory holds a finished
+    run of the same resolved config), ``resume`` (checkpoints of that config) or ``train``."""
     from crossalign.checkpoint import CONFIG, list_checkpoints
     from crossalign.config import config_to_dict
-    from crossalign.train import train
 
     run_dir = Path(cfg.run_dir)
     saved = run_dir / CONFIG
@@ -326,11 +415,23 @@ def ensure_trained(cfg: RunConfig, label: str) -> Path:
         config_to_dict(cfg)
     )
     if same and (run_dir / "model").is_dir():
-        return run_dir
-    resume = same and bool(list_checkpoints(run_dir))
-    print(f"== pre-training {label} ({cfg.train.steps} steps)")
-    train(cfg, resume="last" if resume else None, overwrite=not resume)
-    return run_dir
+        return "done"
+    return "resume" if same and list_checkpoints(run_dir) else "train"
+
+
+def ensure_trained(cfg: RunConfig, label: str) -> Path:
+    """Train the run ``cfg`` describes unless it is finished with the same resolved config: a
+    run directory whose ``config.yaml`` equals it and holds ``model/`` is reused, one with
+    checkpoints is resumed, anything else is started again (``--overwrite``). Returns
+    ``run_dir``."""
+    from crossalign.train import train
+
+    state = run_state(cfg)
+    if state != "done":
+        print(f"== pre-training {label} ({cfg.train.steps} steps)")
+        resume = state == "resume"
+        train(cfg, resume="last" if resume else None, overwrite=not resume)
+    return Path(cfg.run_dir)
 
 
 def ensure_evaluated(
@@ -383,10 +484,42 @@ def correlation_section(study: Study, result: StudyResult) -> str:
     return "\n".join(lines)
 
 
-def run_compare(study: Study, *, report: bool = True) -> StudyResult:
+def describe_plan(
+    checked: Sequence[tuple[PlannedRun, RunConfig, list]],
+    steps: Sequence[PreparedStep],
+    ledger: Path,
+    derives: Mapping[Path, Any],
+) -> str:
+    """The lines ``--dry-run`` prints: each derived corpus, prepare step and run with what
+    would be done (made / to run; done / resume / train, and how many evaluations are still to
+    run)."""
+    from crossalign.evals.results import find_record, read_results
+
+    lines = []
+    for out, settings in derives.items():
+        state = "made" if derived_is_written(out, settings) else "to run"
+        lines.append(f"derive   {state:7} {out}")
+    for step in steps:
+        state = "made" if is_made(step, ledger) else "to run"
+        lines.append(f"prepare  {state:7} crossalign {step.command}")
+    for run, cfg, evals in checked:
+        state = run_state(cfg)
+        records = read_results(run.run_dir) if state == "done" else []
+        todo = sum(
+            find_record(records, evaluation, run.run_dir / "model", opts, label) is None
+            for evaluation, opts, label in evals
+        )
+        lines.append(
+            f"run      {state:7} {run.run_dir}  ({cfg.train.steps} steps; "
+            f"{todo} of {len(evals)} evaluations to run)"
+        )
+    return "\n".join(lines)
+
+
+def run_compare(study: Study, *, report: bool = True, dry_run: bool = False) -> StudyResult:
     """Derive, train and evaluate everything ``study`` lists (reusing what is done), then
     write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
-    correlations)."""
+    correlations). ``dry_run``: check the study and print what would be done, nothing more."""
     from crossalign.config import load_config
     from crossalign.data.derive_settings import DeriveSettings
     from crossalign.evals.registry import evaluations
@@ -395,6 +528,8 @@ def run_compare(study: Study, *, report: bool = True) -> StudyResult:
     runs = plan(study)
     # every derive setting, run config and evaluation option is checked before any work
     derives: dict[Path, DeriveSettings] = {}
+    steps: dict[Path, PreparedStep] = {}
+    cell_steps: list[list[PreparedStep]] = []
     checked = []
     for run in runs:
         if study.derive is not None:
@@ -402,6 +537,13 @@ def run_compare(study: Study, *, report: bool = True) -> StudyResult:
             if out not in derives:
                 raw = substitute(study.derive.settings, run.variables, "derive.settings")
                 derives[out] = build_dataclass(DeriveSettings, raw, "derive.settings")
+        mine = []
+        for i, spec in enumerate(study.prepare):
+            step = parse_step(spec, run.variables, f"prepare.{i}")
+            if step.creates not in steps:
+                steps[step.creates] = step
+                mine.append(step)
+        cell_steps.append(mine)
         cfg = load_config(write_run_config(study, run), run.overrides)
         evals = []
         for spec in study.evaluations:
@@ -410,12 +552,18 @@ def run_compare(study: Study, *, report: bool = True) -> StudyResult:
             opts = evaluation.build_options(substitute(spec.options, run.variables, where))
             evals.append((evaluation, opts, spec.label))
         checked.append((run, cfg, evals))
+    ledger = Path(study.out) / "prepared.json"
+    if dry_run:
+        print(describe_plan(checked, list(steps.values()), ledger, derives))
+        return StudyResult(runs=runs, records={}, report=None)
     records: dict[Path, list[ResultRecord]] = {}
-    for run, cfg, evals in checked:
+    for (run, cfg, evals), mine in zip(checked, cell_steps):
         if study.derive is not None:
             out = Path(run.variables["derived"])
             if out in derives:
                 ensure_derived(out, derives.pop(out))
+        for step in mine:
+            ensure_prepared(step, ledger)
         label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
         ensure_trained(cfg, label)
         records[run.run_dir] = [

@@ -59,12 +59,12 @@ from crossalign.data.prepare import (
     cached_store,
     open_training_store,
     resolve_sources,
-    tokenizer_sample,
+    train_config_tokenizer,
     training_data,
 )
 from crossalign.data.store import open_store
 from crossalign.data.streaming import StreamingText, is_streaming
-from crossalign.data.tokenizer import load_tokenizer, train_tokenizer_on
+from crossalign.data.tokenizer import load_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, replace_dir, write_text_atomic
 from crossalign.models.build import build_model
@@ -158,15 +158,8 @@ def build_setup(
         tokenizer = load_tokenizer(given_store.path / "tokenizer")
     else:
         saved = Path(cfg.run_dir) / "tokenizer"
-        if any(is_streaming(spec) for spec in sources.mono.values()):
-            raise CrossalignError(
-                "a streamed dataset cannot train the tokenizer: set tokenizer.path (or "
-                "model.path) to a trained one, e.g. from a run on a sample of the data"
-            )
         if main:
-            tc = cfg.tokenizer
-            sample = tokenizer_sample(sources, tc.alpha, tc.max_sentences, cfg.train.seed)
-            tokenizer = train_tokenizer_on(sample, tc)
+            tokenizer = train_config_tokenizer(cfg, sources)
             with atomic_dir(saved) as tmp:
                 tokenizer.save_pretrained(tmp)
         if accelerator is not None:
@@ -547,9 +540,11 @@ def save_checkpoint(
     log_state: dict,
     config: dict,
     keep: int,
+    train_seconds: float = 0.0,
 ) -> Path:
     """Write ``checkpoints/step-N`` atomically (see ``crossalign.checkpoint``) with the data
-    ``position`` after step N, the log sums since the last log line and the run's ``config``;
+    ``position`` after step N, the log sums since the last log line, the wall-clock seconds
+    trained so far and the run's ``config``;
     every process takes part (sharded optimizers save their own parts).
 
     A failed write (disk full, permissions) removes the partial checkpoint and raises one line
@@ -578,6 +573,7 @@ def save_checkpoint(
     def finish() -> None:
         if main:
             state = {"step": step, "data": position, "log": log_state}
+            state["train_seconds"] = train_seconds
             (tmp / STATE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
             (tmp / CONFIG).write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
             write_manifest(tmp)
@@ -825,6 +821,10 @@ class TrainingRun:
     """This process's tokens since the last training line of the log."""
     last_time: float = 0.0
     """When ``tokens_seen`` started counting (evaluation and saving time excluded)."""
+    started: float = 0.0
+    """When this session's ``run`` started (``time.perf_counter``)."""
+    seconds_before: float = 0.0
+    """Wall-clock seconds trained by the sessions before this one (from the checkpoint)."""
     bar: tqdm | None = None
     log_file: TextIO | None = None
     """``metrics.jsonl`` opened for appending (main process only)."""
@@ -885,6 +885,7 @@ class TrainingRun:
         _apply_changed_settings(self.trainer.optimizer, self.trainer.scheduler, self.cfg, changed)
         state = read_state(checkpoint)
         self.step = int(state["step"])
+        self.seconds_before = float(state.get("train_seconds", 0.0))
         self.position = state["data"]
         self.stats.load_state_dict(state.get("log", {}), self.accelerator.device)
         for name, sampler in self.samplers.items():
@@ -901,6 +902,7 @@ class TrainingRun:
         main, tc = self.accelerator.is_main_process, self.cfg.train
         previous_handler = signal.signal(signal.SIGINT, self.stop)
         self.tokens_seen, self.last_time = 0, time.perf_counter()
+        self.started = self.last_time
         self.bar = tqdm(
             total=tc.steps, initial=self.step, disable=not main, desc="train", unit="step"
         )
@@ -957,6 +959,11 @@ class TrainingRun:
         self.stats.steps += 1
         self.bar.update(1)
 
+    def train_seconds(self) -> float:
+        """Wall-clock seconds this run has trained (logging, held-out evaluation and saving
+        included), over every session that resumed it."""
+        return self.seconds_before + time.perf_counter() - self.started
+
     def _emit(self, record: dict) -> None:
         """Append ``record`` to ``metrics.jsonl`` (main process)."""
         if self.log_file is not None:
@@ -977,6 +984,7 @@ class TrainingRun:
         seen = torch.tensor(float(self.tokens_seen), device=accelerator.device)
         tokens = accelerator.reduce(seen, "sum").item()
         record["tokens_per_s"] = tokens / max(now - self.last_time, 1e-9)
+        record["train_seconds"] = self.train_seconds()
         self.tokens_seen, self.last_time = 0, now
         self.bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}")
         self._emit(record)
@@ -1040,6 +1048,7 @@ class TrainingRun:
             log_state=self.stats.state_dict(accelerator),
             config=self.config,
             keep=self.cfg.train.keep_checkpoints,
+            train_seconds=self.train_seconds(),
         )
 
     def finish(self) -> dict[str, float]:

@@ -12,7 +12,9 @@ def _compare(args: argparse.Namespace) -> int:
     if args.out:
         overrides.append(f"out={args.out}")
     study = select_runs(load_study(args.study, overrides), args.runs)
-    result = run_compare(study, report=not args.no_report)
+    result = run_compare(study, report=not args.no_report, dry_run=args.dry_run)
+    if args.dry_run:
+        return 0
     print(f"{len(result.runs)} runs in {study.out}")
     if result.report is not None:
         print(f"wrote {result.report} and {result.report.with_suffix('.html')}")
@@ -44,5 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="run only these runs, in this order (default: every run not marked optional)",
     )
     p.add_argument("--no-report", action="store_true", help="train and evaluate only")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the study and print each step and run with what would be done; do nothing",
+    )
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="study-file overrides")
     p.set_defaults(func=_compare)

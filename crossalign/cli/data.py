@@ -1,5 +1,6 @@
-"""``crossalign data ...``: build corpora and dictionaries from installed packages, tokenize a
-config's sources into a store, write a derived-language corpus."""
+"""``crossalign data ...``: build corpora and dictionaries from installed packages, train a
+config's tokenizer, tokenize a config's sources into a store, write a derived-language
+corpus."""
 
 from __future__ import annotations
 
@@ -88,6 +89,19 @@ class TokenizeOptions:
 
 
 @dataclasses.dataclass
+class TokenizerOptions:
+    """``crossalign data tokenizer``."""
+
+    out: str
+    """Tokenizer directory, replaced atomically."""
+    config: str | None = opt(
+        None, short="-c", help="YAML run config whose data.* sources and tokenizer.* settings "
+        "to train on"
+    )  # fmt: skip
+    overrides: list[str] = opt([], metavar="KEY=VALUE", help="config overrides")
+
+
+@dataclasses.dataclass
 class DeriveOutput:
     """Where ``crossalign data derive`` writes."""
 
@@ -144,6 +158,15 @@ def _tokenize(args: argparse.Namespace) -> int:
     o = options_from(args, TokenizeOptions)
     cfg = load_config(o.config, o.overrides)
     print(tokenize_sources(cfg, o.out, o.tokenizer, o.num_proc, o.shard))
+    return 0
+
+
+def _tokenizer(args: argparse.Namespace) -> int:
+    from crossalign.config import load_config
+    from crossalign.data.prepare import write_config_tokenizer
+
+    o = options_from(args, TokenizerOptions)
+    print(write_config_tokenizer(load_config(o.config, o.overrides), o.out))
     return 0
 
 
@@ -220,6 +243,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_options(b, TokenizeOptions, positional=["overrides"])
     b.set_defaults(func=_tokenize)
+
+    b = builders.add_parser(
+        "tokenizer",
+        help="train the tokenizer a run config would train, for runs to share",
+        description="Train the subword tokenizer 'crossalign train' trains for a run config "
+        "without tokenizer.path (its data.* sources, tokenizer.* settings and train.seed) and "
+        "save it to OUT, so that several runs (tokenizer.path=OUT) and a co-occurrence matrix "
+        "(crossalign cooc build --tokenizer OUT) share one vocabulary.",
+    )
+    add_options(b, TokenizerOptions, positional=["overrides"])
+    b.set_defaults(func=_tokenizer)
 
     b = builders.add_parser(
         "derive",

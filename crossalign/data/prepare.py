@@ -342,6 +342,36 @@ def open_training_store(cfg: DataConfig, path: str | Path) -> TokenStore:
     return open_store(path)
 
 
+def train_config_tokenizer(cfg: RunConfig, sources: Sources | None = None) -> Any:
+    """The tokenizer ``crossalign train`` trains for ``cfg`` when it names none: ``tokenizer.*``
+    settings on a sample of ``cfg.data``'s sources (``sources``, else resolved from it) drawn
+    with ``train.seed``. Streamed datasets cannot train one."""
+    from crossalign.data.tokenizer import train_tokenizer_on
+
+    sources = sources if sources is not None else resolve_sources(cfg.data)
+    if any(is_streaming(spec) for spec in sources.mono.values()):
+        raise CrossalignError(
+            "a streamed dataset cannot train the tokenizer: set tokenizer.path (or "
+            "model.path) to a trained one, e.g. from a run on a sample of the data"
+        )
+    tc = cfg.tokenizer
+    return train_tokenizer_on(
+        tokenizer_sample(sources, tc.alpha, tc.max_sentences, cfg.train.seed), tc
+    )
+
+
+def write_config_tokenizer(cfg: RunConfig, out: str | Path) -> str:
+    """``crossalign data tokenizer``: train the tokenizer ``crossalign train`` would train for
+    ``cfg`` and save it to ``out`` (replaced atomically); returns a summary line. Runs given
+    ``tokenizer.path=OUT`` then share it (and a co-occurrence matrix counted with it)."""
+    from crossalign.fileio import atomic_dir
+
+    tokenizer = train_config_tokenizer(cfg)
+    with atomic_dir(Path(out)) as tmp:
+        tokenizer.save_pretrained(tmp)
+    return f"wrote {out}: {cfg.tokenizer.kind} tokenizer, {len(tokenizer):,} tokens"
+
+
 def tokenize_sources(
     cfg: RunConfig,
     out: str | Path,

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from crossalign.report.collect import Collection, Table
+from crossalign.report.collect import Collection, Run, Table
 from crossalign.report.plots import Figures
 from crossalign.tables import CI, format_table, format_value, header, row_label
 
@@ -59,17 +59,54 @@ def results_table(table: Table) -> str:
     return format_table(headers, rows, "markdown")
 
 
+def train_minutes(run: Run) -> float | None:
+    """Wall-clock minutes the run trained (its last ``train_seconds`` log entry), or None for
+    a log without one."""
+    seconds = [m["train_seconds"] for m in run.metrics if "train_seconds" in m]
+    return seconds[-1] / 60 if seconds else None
+
+
+def eval_minutes(run: Run) -> float:
+    """Wall-clock minutes of the run's evaluations (their records' ``time.seconds``)."""
+    return sum(float(r.time.get("seconds", 0.0)) for r in run.results) / 60
+
+
+def _minutes(values: Sequence[float | None]) -> str:
+    """Mean of ``values`` in minutes, ``n/a`` when any is missing."""
+    if not values or any(v is None for v in values):
+        return "n/a"
+    return f"{sum(values) / len(values):.1f}"
+
+
 def runs_table(collection: Collection) -> str:
-    """Each group with its seeds and run directories."""
+    """Each group with its seeds, run directories and mean wall-clock minutes per run of
+    training and of evaluation."""
     rows = [
         [
             escape(g.label),
             escape(", ".join(str(r.seed) for r in g.runs)),
             escape(", ".join(str(r.path) for r in g.runs)),
+            _minutes([train_minutes(r) for r in g.runs]),
+            _minutes([eval_minutes(r) for r in g.runs]),
         ]
         for g in collection.groups
     ]
-    return format_table(["group", "seeds", "runs"], rows, "markdown")
+    headers = ["group", "seeds", "runs", "training min/run", "evaluation min/run"]
+    return format_table(headers, rows, "markdown")
+
+
+def compute_line(collection: Collection) -> str:
+    """Total wall-clock hours of training and evaluation over every run (training of runs
+    logged before ``train_seconds`` existed is left out and said so)."""
+    trained = [train_minutes(r) for r in collection.runs]
+    known = [t for t in trained if t is not None]
+    evaluated = sum(eval_minutes(r) for r in collection.runs)
+    missing = len(trained) - len(known)
+    note = f" ({missing} run{'s' * (missing != 1)} without a logged time)" if missing else ""
+    return (
+        f"Wall-clock time: {sum(known) / 60:.2f} h training{note}, {evaluated / 60:.2f} h "
+        "evaluation."
+    )
 
 
 def differences_table(collection: Collection) -> str:
@@ -98,6 +135,7 @@ def render(
         "bold: the best of its column (↑ higher is better, ↓ lower; counts are not ranked).",
         "## Runs",
         runs_table(collection),
+        compute_line(collection),
     ]
     if collection.tables:
         parts.append("## Results")

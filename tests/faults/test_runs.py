@@ -58,7 +58,9 @@ def train_records(path: Path) -> dict[int, dict]:
     for r in records(path):
         if "loss" in r:
             assert r["step"] not in out, f"step {r['step']} logged twice"
-            out[r["step"]] = {k: v for k, v in r.items() if k != "tokens_per_s"}
+            out[r["step"]] = {
+                k: v for k, v in r.items() if k not in ("tokens_per_s", "train_seconds")
+            }
     return out
 
 

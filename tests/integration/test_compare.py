@@ -145,3 +145,74 @@ def test_a_study_extends_another_key_by_key(tmp_path):
     with pytest.raises(CrossalignError, match=r"nothing.yaml does not exist \(extended by"):
         load_study(child)
     assert parent.is_file()
+
+
+def test_prepare_steps_and_a_shared_starting_run(tmp_path, capsys):
+    """A ``prepare`` step trains one tokenizer that every run uses; a ``base`` run with its
+    own ``seeds: [0]`` trains once and the other run continues from its model per seed; a
+    second call repeats nothing; a changed step command runs it again."""
+    cfg = tmp_path / "tok.yaml"
+    data = {"mono": {"en": str(EN), "es": str(ES)}, "valid_mono": {"en": str(EN)}, "max_length": 32}
+    cfg.write_text(yaml.safe_dump({"tokenizer": {"vocab_size": 150}, "data": data}))
+    train = {"steps": 3, "batch_size": 8, "lr": 0.003, "warmup_steps": 1, "log_every": 1}
+    shared = {"tokenizer": {"path": "{out}/tokenizer"}, "data": data, "train": train,
+              "objectives": [{"name": "mlm"}]}  # fmt: skip
+    path = _study(
+        tmp_path,
+        prepare=[
+            {
+                "command": f"data tokenizer --config {cfg} --out {{out}}/tokenizer",
+                "creates": "{out}/tokenizer",
+            }
+        ],  # fmt: skip
+        runs=[
+            {"name": "base", "seeds": [0], "inline": {**shared, "model": {"preset": "tiny"}}},
+            {"name": "cont", "inline": {**shared, "model": {"path": "{out}/runs/base/model"}}},
+        ],
+        evaluations=[{"eval": "perplexity"}],
+    )
+    assert main(["compare", str(path), "--no-report"]) == 0
+    out = tmp_path / "study"
+    printed = capsys.readouterr().out
+    assert printed.count("== crossalign data tokenizer") == 1
+    assert printed.count("== pre-training") == 3
+    assert (out / "runs" / "base" / "model").is_dir()
+    assert not (out / "runs" / "base" / "seed-0").exists()
+    for seed in (0, 1):
+        run = out / "runs" / "cont" / f"seed-{seed}"
+        saved = yaml.safe_load((run / "config.yaml").read_text())
+        assert saved["model"]["path"] == str(out / "runs" / "base" / "model")
+        tokens = json.loads((run / "model" / "tokenizer.json").read_text())["model"]
+        assert tokens == json.loads((out / "tokenizer" / "tokenizer.json").read_text())["model"]
+    ledger = json.loads((out / "prepared.json").read_text())
+    assert ledger[str(out / "tokenizer")].startswith("data tokenizer --config")
+
+    assert main(["compare", str(path), "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert "already made" in printed and "== crossalign" not in printed
+    assert "== pre-training" not in printed
+    # --dry-run says what is done and what is not, and does nothing
+    (out / "runs" / "cont" / "seed-1" / "results.jsonl").unlink()
+    assert main(["compare", str(path), "--dry-run", "vars.steps=5"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("prepare  made    crossalign data tokenizer")
+    assert printed[1].startswith(f"run      done    {out / 'runs' / 'base'}  (3 steps; 0 of 1")
+    assert printed[3].endswith("(3 steps; 1 of 1 evaluations to run)")
+    assert not (out / "runs" / "cont" / "seed-1" / "results.jsonl").exists()
+
+    # another command for the same output: the step runs again
+    assert main(["compare", str(path), "--no-report", "--runs", "base",
+                 "prepare.0.command=data tokenizer --config " + str(cfg) + " --out "
+                 "{out}/tokenizer tokenizer.vocab_size=140"]) == 0  # fmt: skip
+    assert capsys.readouterr().out.count("== crossalign data tokenizer") == 1
+
+
+def test_a_bad_prepare_step_is_refused_before_any_work(tmp_path, capsys):
+    path = _study(tmp_path, prepare=[{"command": "data tokeniser --out x", "creates": "x"}])
+    assert main(["compare", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "prepare.0: 'data tokeniser --out x' is not a crossalign command line" in err
+    assert not (tmp_path / "study" / "runs").exists()
+    path = _study(tmp_path, runs=[{"name": "a", "seeds": [], "inline": {"model": {}}}])
+    assert main(["compare", str(path)]) == 2
+    assert "run 'a' has empty 'seeds'" in capsys.readouterr().err

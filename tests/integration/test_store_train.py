@@ -134,3 +134,17 @@ def test_two_processes_from_a_store(tiny, tmp_path, store):
     assert all(r["processes"] == 2 for r in logged if "loss" in r)
     assert logged[-1]["valid/mlm_ppl"] > 1
     assert (tmp_path / "ddp" / "model" / "config.json").is_file()
+
+
+def test_data_tokenizer_writes_the_tokenizer_a_run_trains(tiny, tmp_path, capsys):
+    """``crossalign data tokenizer`` with a run's overrides saves the tokenizer that
+    ``crossalign train`` trains for them (same sample, same settings, same seed)."""
+    args = tiny("run", **short(**{"train.seed": 3, "tokenizer.vocab_size": 150}))
+    assert main(["train", *args]) == 0
+    out = tmp_path / "tok"
+    assert main(["data", "tokenizer", "--out", str(out), *args]) == 0
+    assert f"wrote {out}: unigram tokenizer" in capsys.readouterr().out
+    saved = json.loads((tmp_path / "run" / "tokenizer" / "tokenizer.json").read_text())
+    assert json.loads((out / "tokenizer.json").read_text()) == saved
+    assert main(["data", "tokenizer", "--out", str(out), *args, "tokenizer.vocab_size=140"]) == 0
+    assert json.loads((out / "tokenizer.json").read_text()) != saved

@@ -65,6 +65,16 @@ def test_resume_continues_the_same_curve(tiny, tmp_path, capsys):
     assert not (tmp_path / "a" / "checkpoints" / "step-00000011").exists()
     assert list((tmp_path / "a" / "checkpoints" / "abandoned").glob("*/step-00000011"))
     assert "resumed from" in capsys.readouterr().out
+    # the wall-clock time trained counts on from the checkpoint's (step 6), never restarts
+    seconds = {
+        r["step"]: r["train_seconds"]
+        for r in map(json.loads, (tmp_path / "a" / "metrics.jsonl").read_text().splitlines())
+        if "train_seconds" in r
+    }
+    saved = json.loads(
+        (tmp_path / "a" / "checkpoints" / "step-00000006" / "trainer_state.json").read_text()
+    )
+    assert 0 < seconds[6] <= saved["train_seconds"] < seconds[7] < seconds[12]
 
 
 def test_existing_checkpoints_are_not_overwritten(tiny, tmp_path, capsys):

@@ -344,3 +344,22 @@ def test_group_names_drop_the_seed_part_of_run_names():
     assert group_label(["mlm-s0", "mlm-s1"]) == "mlm"
     assert group_label(["xlm_seed_0", "xlm_seed_1", "xlm_seed_2"]) == "xlm"
     assert group_label(["a", "b"]) == "a, b"
+
+
+def test_runs_table_gives_training_and_evaluation_minutes(tmp_path):
+    def timed(name: str, seed: int, train_s: list[float], eval_s: list[float]) -> Path:
+        lines = [{"step": i + 1, "loss": 1.0, "train_seconds": s} for i, s in enumerate(train_s)]
+        results = [dict(record(name, "bli", {"hit@1": 0.5}), time={"seconds": s}) for s in eval_s]
+        return make_run(tmp_path, name, config("mlm", seed), metrics=lines, results=results)
+
+    runs = [timed("a-s0", 0, [30.0, 120.0], [60.0, 30.0]), timed("a-s1", 1, [240.0], [90.0])]
+    runs.append(make_run(tmp_path, "b-s0", config("xlm", 0), metrics=[{"step": 1, "loss": 1.0}]))
+    page = write_report(runs, tmp_path / "report", lookup=LOOKUP).markdown.read_text()
+    section = page.split("## Runs\n\n", 1)[1]
+    rows = [cells(line) for line in section.split("\n\n", 1)[0].splitlines()[2:]]
+    # a: training (2 + 4) / 2 = 3.0 min per run, evaluation (1.5 + 1.5) / 2 = 1.5
+    assert rows[0][0] == "a" and rows[0][3:] == ["3.0", "1.5"]
+    assert rows[1][0] == "b-s0" and rows[1][3:] == ["n/a", "0.0"]
+    assert (
+        "Wall-clock time: 0.10 h training (1 run without a logged time), 0.05 h evaluation." in page
+    )
