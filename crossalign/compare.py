@@ -128,6 +128,10 @@ class Study:
     """Not read: a home for YAML anchors the runs' inline configs merge (``<<: *shared``)."""
     evaluations: list[StudyEval] = field(default_factory=list)
     """Evaluations run on every finished model."""
+    select: list[str] | None = None
+    """The runs ``compare`` runs when ``--runs`` is not given, in this order (optional ones
+    included); None: every run not ``optional``. Lets a file that ``extends`` another pick
+    its runs."""
     correlate: list[list[str]] = field(default_factory=list)
     """Pairs of metrics (``eval.metric`` or ``label.metric``) whose Spearman ρ over all
     runs the report shows."""
@@ -192,10 +196,11 @@ def load_study(path: str | Path, overrides: Sequence[str] = ()) -> Study:
 
 
 def select_runs(study: Study, names: Sequence[str] | None) -> Study:
-    """Keep the runs named in ``names``, in that order (None: every run not ``optional``);
-    an unknown name is an error naming the study's runs."""
+    """Keep the runs named in ``names``, in that order (None: the study's ``select``, else
+    every run not ``optional``); an unknown name is an error naming the study's runs."""
     from crossalign.registry import did_you_mean
 
+    names = study.select if names is None else names
     if names is None:
         study.runs = [r for r in study.runs if not r.optional]
         return study
@@ -264,16 +269,20 @@ def cells(study: Study) -> list[dict[str, Any]]:
 
 
 def plan(study: Study) -> list[PlannedRun]:
-    """Every (cell × run × seed) of the study with its variables, directory and overrides
-    (in that nesting order: a cell's runs are trained together)."""
+    """Every (cell × seed × run) of the study with its variables, directory and overrides, in
+    that nesting order: a cell's runs are trained together, every run of a seed before the
+    next seed (so an interrupted study has whole comparisons of its first seeds)."""
     planned = []
+    every_seed = list(
+        dict.fromkeys([*study.seeds, *(s for r in study.runs for s in r.seeds or [])])
+    )
     for cell in cells(study):
         base = {**study.vars, "out": study.out, **cell}
         if study.derive is not None:
             base["derived"] = substitute(study.derive.out, base, "derive.out")
-        for run in study.runs:
+        for seed, run in itertools.product(every_seed, study.runs):
             seeds = study.seeds if run.seeds is None else run.seeds
-            for seed in seeds:
+            if seed in seeds:
                 variables = {**base, "run": run.name, "seed": seed}
                 run_dir = Path(substitute(study.run_dir, variables, "run_dir"))
                 if len(seeds) > 1 and "{seed}" not in study.run_dir:

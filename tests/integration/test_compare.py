@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from crossalign.cli import main
-from crossalign.compare import load_study, plan, substitute
+from crossalign.compare import load_study, plan, select_runs, substitute
 from crossalign.errors import CrossalignError
 
 from .conftest import FIXTURES
@@ -123,9 +123,23 @@ def test_the_derived_study_file_plans_one_run_per_transform_and_objective():
     root = Path(__file__).resolve().parents[2]
     study = load_study(root / "configs" / "studies" / "derived.yaml", ["seeds=[0,1]"])
     runs = plan(study)
-    assert len(runs) == 3 * 5 * 2
+    assert len(runs) == 3 * 6 * 2  # every run, optional ones included
     assert {r.run_dir.name for r in runs} == {"seed-0", "seed-1"}
     assert runs[0].variables["derived"] == "runs/studies/derived/trans/derived"
+
+
+def test_select_picks_the_default_runs_and_runs_overrides_it():
+    root = Path(__file__).resolve().parents[2]
+    study = select_runs(load_study(root / "configs" / "studies" / "align_mlm.yaml"), None)
+    assert [r.name for r in study.runs] == ["mlm", "xlm", "dict_mlm", "align_mlm", "align_mlm_full"]
+    study = select_runs(load_study(root / "configs" / "studies" / "derived.yaml"), None)
+    assert [r.name for r in study.runs] == ["mlm", "xlm", "dict_mlm", "align_mlm"]
+    study = select_runs(load_study(root / "configs" / "studies" / "align_mlm.yaml"), ["mlm"])
+    assert [r.name for r in study.runs] == ["mlm"]
+    with pytest.raises(CrossalignError, match="has no run 'bert'"):
+        select_runs(
+            load_study(root / "configs" / "studies" / "align_mlm.yaml", ["select=[bert]"]), None
+        )
 
 
 def test_a_study_extends_another_key_by_key(tmp_path):
