@@ -29,3 +29,5 @@ class FinetuneConfig:
     """Use a seeded sample of this many training sentences (default: all)."""
     max_test: int | None = None
     """Use a seeded sample of this many test sentences (default: all)."""
+    device: str | None = None
+    """Torch device of fine-tuning and scoring (default: cuda if available, else cpu)."""

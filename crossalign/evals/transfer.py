@@ -141,8 +141,9 @@ def finetune(
 
     torch.manual_seed(cfg.seed)
     model = load_model(
-        model_dir, head="token_classification", device="cpu", num_labels=num_labels, key="model"
-    )
+        model_dir, head="token_classification", device=cfg.device, num_labels=num_labels,
+        key="model",
+    )  # fmt: skip
     order = list(range(len(train)))
     steps = cfg.epochs * math.ceil(len(train) / cfg.batch_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -152,7 +153,7 @@ def finetune(
     for epoch in range(cfg.epochs):
         random.Random(cfg.seed * 1000 + epoch).shuffle(order)
         for batch in _batches([train[i] for i in order], cfg.batch_size, pad_id, lang_id):
-            loss = model(**batch).loss
+            loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -199,7 +200,8 @@ def evaluate_tagging(
         labels = batch.pop("labels")
         scored = labels != IGNORE_INDEX
         gold.append(labels[scored])
-        pred.append(model(**batch).logits.argmax(-1)[scored])
+        logits = model(**{k: v.to(model.device) for k, v in batch.items()}).logits
+        pred.append(logits.argmax(-1).cpu()[scored])
     return tagging_scores(torch.cat(gold), torch.cat(pred), num_labels)
 
 
