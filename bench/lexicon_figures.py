@@ -1,8 +1,8 @@
 """Lexicon figures of a model (or several, e.g. before and after continued pre-training):
 
-- ``bli``: BLI Hit@1/Hit@5 (CSLS, K = 10), RSIM and mean cosine on the embedding layer for
-  en->de, en->fr, en->es, en->hi, en->ar against FreeDict: on the test split (the protocol of
-  docs/lexicon.md) and on the full dictionary (more source words, capped at 1500);
+- ``bli``: MUSE's BLI precision (nn and csls_knn_10), RSIM and mean cosine on the embedding
+  layer for en->de, en->fr, en->es, en->hi, en->ar against FreeDict: on the test split (the
+  protocol of docs/lexicon.md) and on the full dictionary (more source words, capped at 1500);
 - ``layers``: BLI, mean cosine and RSIM per layer for en-de (table + PNG), contextual vectors
   averaged over LibreOffice en-de training text;
 - ``retrieval``: sentence retrieval on the held-out LibreOffice test pairs, both directions.
@@ -43,17 +43,20 @@ def bli_part(model, tok, pairs: list[str], modes: list[str]) -> list[dict]:
     for pair in pairs:
         for split in ("test", "full"):
             path = f"{DICTS[pair]}/{split}.txt"
+            sources = [s for s, _ in read_dictionary(f"{DICTS[pair]}/full.txt")]
+            test, candidates = read_dictionary(path), candidate_words(path)
             for mode in modes:
                 bli = build_bli_set(
-                    tok, vectors, vectors, read_dictionary(path), candidate_words(path), mode
+                    tok, vectors, vectors, test, candidates, mode, source_words=sources
                 )
                 x, y = bli.first_pairs()
                 row = {"pair": pair, "split": split, "words_mode": mode, **bli_scores(bli)}
                 row.update(rsim=rsim(x, y), mean_cos=mean_cosine(x, y))
                 rows.append(row)
                 print(
-                    f"{pair} {split:<4} {mode:<5} Hit@1 {100 * row['hit@1']:6.2f}%  Hit@5 "
-                    f"{100 * row['hit@5']:6.2f}%  RSIM {row['rsim']:.3f}  cos "
+                    f"{pair} {split:<4} {mode:<5} P@1 CSLS {row['precision_at_1-csls_knn_10']:6.2f}"
+                    f"%  P@5 CSLS {row['precision_at_5-csls_knn_10']:6.2f}%  P@1 NN "
+                    f"{row['precision_at_1-nn']:6.2f}%  RSIM {row['rsim']:.3f}  cos "
                     f"{row['mean_cos']:.3f}  ({row['words']} words, {row['candidates']} cand.)",
                     flush=True,
                 )
@@ -115,7 +118,7 @@ def main() -> None:
                 "de",
                 progress=False,
             )
-            print("en-de per layer (FreeDict en-de full dictionary, CSLS, whole words):")
+            print("en-de per layer (FreeDict en-de full dictionary, MUSE BLI, whole words):")
             print(evaluation_table(evaluations().get("layers"), layer_metrics(rows)))
             plot_layers(rows, out / f"layers-en-de-{name}.png", f"en-de per layer: {name}")
             result["layers"] = rows

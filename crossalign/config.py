@@ -14,8 +14,10 @@ from typing import Any
 from crossalign.checks import check_choice, check_range
 from crossalign.data.specials import SPECIAL_TOKENS
 from crossalign.errors import CrossalignError
+from crossalign.lexicon.options import WORD_MODES
 from crossalign.models.presets import PRESETS
 from crossalign.schema import apply_override, build_dataclass, parse_yaml
+from crossalign.tracking import check_tracker_names
 
 
 @dataclass
@@ -23,7 +25,9 @@ class ModelConfig:
     """Which masked-LM to train."""
 
     path: str | None = None
-    """A ``save_pretrained`` directory to continue pre-training from (its tokenizer is used)."""
+    """A ``save_pretrained`` directory or a Hugging Face hub id (e.g. ``xlm-roberta-base``, read
+    from the local cache when ``HF_HUB_OFFLINE=1``) to continue pre-training from (its
+    tokenizer is used)."""
     arch: str = "bert"
     """Hugging Face ``model_type`` for a model built from scratch: bert, roberta, xlm-roberta..."""
     preset: str = "small"
@@ -43,7 +47,7 @@ class TokenizerConfig:
     """The shared subword tokenizer (with ``model.path`` the model's own is used)."""
 
     path: str | None = None
-    """Load any Hugging Face tokenizer from this directory instead of training one."""
+    """Load any Hugging Face tokenizer from this directory (or hub id) instead of training one."""
     kind: str = "unigram"
     """Subword model to train: unigram or bpe."""
     vocab_size: int = 8000
@@ -134,6 +138,36 @@ class ObjectiveConfig:
 
 
 @dataclass
+class AERProbe:
+    """Alignment error rate of the model's word alignments, measured during training."""
+
+    gold: str
+    """A test-set folder ``<src>-<tgt>/`` (test.<src>, test.<tgt>, alignv2.txt), as for
+    ``crossalign eval aer --testset``."""
+    layer: int = 8
+    """Layer whose hidden states are aligned (0: the embeddings); at most the model's last."""
+
+    def __post_init__(self) -> None:
+        check_range("train.probe_aer.layer", self.layer, 0, integer=True)
+
+
+@dataclass
+class BLIProbe:
+    """Bilingual lexicon induction (MUSE's precision at 1, 5, 10), measured during training."""
+
+    dict: str
+    """A gold dictionary, as for ``crossalign eval bli --dict``."""
+    layer: int = 0
+    """0: the embedding table; 1..L: hidden states averaged over ``data.corpus`` text."""
+    words: str = "whole"
+    """whole: single-token words only; mean: mean of subword vectors."""
+
+    def __post_init__(self) -> None:
+        check_range("train.probe_bli.layer", self.layer, 0, integer=True)
+        check_choice("train.probe_bli.words", self.words, WORD_MODES)
+
+
+@dataclass
 class TrainConfig:
     """The optimisation loop."""
 
@@ -175,6 +209,19 @@ class TrainConfig:
     """Checkpoint every N steps (>= 0; 0: only at the end)."""
     keep_checkpoints: int = 2
     """Keep this many most recent checkpoints (>= 0; the newest is always kept)."""
+    log_with: list[str] = field(default_factory=list)
+    """Experiment trackers that also receive every metrics.jsonl record and the config, via
+    accelerate: tensorboard, wandb, mlflow, comet_ml, aim, clearml, dvclive, swanlab, trackio
+    (each needs its package installed, e.g. ``pip install tensorboard``)."""
+    tracking_dir: str | None = None
+    """Where local trackers (tensorboard, mlflow's file store...) write (default
+    ``RUN_DIR/tracking``)."""
+    probe_aer: AERProbe | None = None
+    """``{gold: DIR, layer: N}``: log ``probe/aer`` (and its precision, recall, f1) with every
+    held-out evaluation (``eval_every`` and the end), computed by the main process."""
+    probe_bli: BLIProbe | None = None
+    """``{dict: FILE_OR_DIR, layer: N}``: log ``probe/bli_<metric>`` (``eval bli``'s metrics)
+    with every held-out evaluation, computed by the main process."""
 
     def __post_init__(self) -> None:
         if self.objective_mix not in ("weighted", "pooled"):
@@ -200,6 +247,7 @@ class TrainConfig:
         check_range("train.max_grad_norm", self.max_grad_norm, 0)
         for i, beta in enumerate(self.betas):
             check_range(f"train.betas.{i}", beta, 0, 1, high_open=True)
+        check_tracker_names(self.log_with)
 
 
 @dataclass

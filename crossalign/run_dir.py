@@ -52,6 +52,8 @@ CHANGEABLE = frozenset(
         "train.eval_every",
         "train.save_every",
         "train.keep_checkpoints",
+        "train.log_with",
+        "train.tracking_dir",
         "data.cache_dir",
         "data.num_proc",
         "data.num_workers",

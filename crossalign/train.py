@@ -68,11 +68,15 @@ from crossalign.data.tokenizer import load_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, replace_dir, write_text_atomic
 from crossalign.models.build import build_model
+from crossalign.models.card import training_card, write_card
+from crossalign.models.load import model_languages
 from crossalign.objectives import OBJECTIVES, Objective, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
 from crossalign.objectives.tlm import TranslationLM
+from crossalign.probes import Probes
 from crossalign.registry import did_you_mean
 from crossalign.run_dir import METRICS, RunStart, open_run
+from crossalign.tracking import check_trackers_installed, flat_config
 
 
 class ObjectiveSet(nn.Module):
@@ -743,17 +747,20 @@ def train(cfg: RunConfig, resume: str | None = None, overwrite: bool = False) ->
 
     A new run needs an empty (or absent) ``run_dir``, unless ``overwrite`` (which empties
     it); one run at a time holds ``run_dir``. Returns the final held-out metrics. Writes
-    ``config.yaml``, ``metrics.jsonl``, ``checkpoints/`` and the final ``model/`` under
-    ``cfg.run_dir``.
+    ``config.yaml``, ``metrics.jsonl``, ``checkpoints/`` and the final ``model/`` (with its
+    model card) under ``cfg.run_dir``; ``train.log_with`` trackers get every log record too.
     """
+    check_trackers_installed(cfg.train.log_with)
     # With no GPU, train on the CPU (gloo) also when launched as several processes.
     accelerator = Accelerator(
-        mixed_precision=_precision(cfg.train.precision), cpu=not torch.cuda.is_available()
+        mixed_precision=_precision(cfg.train.precision),
+        cpu=not torch.cuda.is_available(),
+        **_tracking_options(cfg),
     )
     sizes = _batch_sizes(cfg, accelerator.num_processes)
     start = _start_run(accelerator, cfg, resume, overwrite)
     try:
-        return TrainingRun.open(accelerator, cfg, start, *sizes).run()
+        held = TrainingRun.open(accelerator, cfg, start, *sizes).run()
     except OSError as e:  # metrics.jsonl, config.yaml or the final model/ (a full disk)
         good = good_checkpoints(cfg.run_dir)
         last = f"the last good checkpoint is {good[0]}" if good else "no checkpoint was written"
@@ -764,6 +771,18 @@ def train(cfg: RunConfig, resume: str | None = None, overwrite: bool = False) ->
     finally:
         if start.lock is not None:
             start.lock.release()
+    if cfg.train.log_with:
+        accelerator.end_training()  # closes the trackers (and the process group)
+    return held
+
+
+def _tracking_options(cfg: RunConfig) -> dict:
+    """The ``Accelerator`` options for ``train.log_with``: the trackers and their directory
+    (``train.tracking_dir``, default ``RUN_DIR/tracking``); none without trackers."""
+    if not cfg.train.log_with:
+        return {}
+    where = cfg.train.tracking_dir or str(Path(cfg.run_dir) / "tracking")
+    return {"log_with": list(cfg.train.log_with), "project_dir": where}
 
 
 def _samplers(
@@ -828,6 +847,8 @@ class TrainingRun:
     bar: tqdm | None = None
     log_file: TextIO | None = None
     """``metrics.jsonl`` opened for appending (main process only)."""
+    probes: Probes = field(default_factory=Probes)
+    """``train.probe_aer`` / ``train.probe_bli``, measured with every held-out evaluation."""
 
     @classmethod
     def open(
@@ -859,17 +880,26 @@ class TrainingRun:
         run = cls(
             accelerator, cfg, config, setup, trainer, streams, samplers, *sizes, stats, 0, position
         )
+        run.probes = Probes.of_run(cfg, setup.model)
         if start.resume_from is not None:
             run.resume(start.resume_from, start.changed)
         if accelerator.is_main_process:
             text = yaml.safe_dump(run.config, sort_keys=False)
             write_text_atomic(run.run_dir / CONFIG, text)
+        run.start_tracking()
         return run
 
     @property
     def run_dir(self) -> Path:
         """``cfg.run_dir``."""
         return Path(self.cfg.run_dir)
+
+    def start_tracking(self) -> None:
+        """Start the ``train.log_with`` trackers (main process), named after ``run_dir``, with
+        the config flattened to ``section.key`` hyper-parameters."""
+        if self.cfg.train.log_with:
+            name = self.run_dir.resolve().name
+            self.accelerator.init_trackers(name, config=flat_config(self.config))
 
     def resume(self, checkpoint: Path, changed: list[str]) -> None:
         """Continue from ``checkpoint``: weights, optimizer, schedule and RNG states, then
@@ -965,10 +995,18 @@ class TrainingRun:
         return self.seconds_before + time.perf_counter() - self.started
 
     def _emit(self, record: dict) -> None:
-        """Append ``record`` to ``metrics.jsonl`` (main process)."""
+        """Append ``record`` to ``metrics.jsonl`` and send it to the trackers (main process)."""
         if self.log_file is not None:
             self.log_file.write(json.dumps(record) + "\n")
             self.log_file.flush()
+            self._track(record)
+
+    def _track(self, record: dict) -> None:
+        """Log a ``metrics.jsonl`` record to the ``train.log_with`` trackers: the same keys,
+        at its ``step``."""
+        if self.cfg.train.log_with:
+            values = {k: v for k, v in record.items() if k != "step"}
+            self.accelerator.log(values, step=record["step"])
 
     def maybe_log(self) -> None:
         """Every ``train.log_every`` steps and after the last: a training line (step, lr,
@@ -990,7 +1028,8 @@ class TrainingRun:
         self._emit(record)
 
     def _evaluate(self) -> dict[str, float]:
-        """Held-out metrics now (``evaluate``), appended to the log when there are any."""
+        """Held-out metrics now (``evaluate``) and the main process's probes
+        (``_probe``), appended to the log when there are any."""
         held = evaluate(
             self.accelerator,
             self.trainer.module,
@@ -998,9 +1037,17 @@ class TrainingRun:
             self.valid_batch_size,
             self.cfg.train.seed,
         )
+        held.update(self._probe())
         if held:
             self._emit({"step": self.step, **held})
         return held
+
+    def _probe(self) -> dict[str, float]:
+        """The ``train.probe_*`` metrics of the model now (main process; else none)."""
+        if not (self.probes and self.accelerator.is_main_process):
+            return {}
+        model = self.accelerator.unwrap_model(self.trainer.module).model
+        return self.probes.measure(model, self.setup.tokenizer)
 
     def maybe_eval(self) -> None:
         """Every ``train.eval_every`` steps before the last: held-out metrics, logged and
@@ -1060,18 +1107,32 @@ class TrainingRun:
         held = self._evaluate()
         if self.accelerator.is_main_process:
             module, tokenizer = self.trainer.module, self.setup.tokenizer
-            _export_model(self.accelerator, module, tokenizer, self.run_dir / "model")
+            card = self.model_card(held)
+            _export_model(self.accelerator, module, tokenizer, card, self.run_dir / "model")
         return held
+
+    def model_card(self, held: dict[str, float]) -> str:
+        """The ``README.md`` of the exported model: this run's config, languages, steps and
+        final held-out metrics ``held`` (``training_card``)."""
+        model = self.accelerator.unwrap_model(self.trainer.module).model
+        languages = self.setup.data.languages()
+        return training_card(self.cfg, languages, self.step, held, model_languages(model))
 
 
 def _export_model(
-    accelerator: Accelerator, module: nn.Module, tokenizer: PreTrainedTokenizerBase, out: Path
+    accelerator: Accelerator,
+    module: nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    card: str,
+    out: Path,
 ) -> None:
-    """The final model and tokenizer as one ``save_pretrained`` directory (atomic)."""
+    """The final model, tokenizer and model card (``README.md``) as one ``save_pretrained``
+    directory (atomic)."""
     inner: ObjectiveSet = accelerator.unwrap_model(module)
     with atomic_dir(out) as tmp:
         inner.model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        write_card(tmp, card)
 
 
 def _describe(metrics: dict[str, float]) -> str:

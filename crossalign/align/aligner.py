@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +16,16 @@ from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from crossalign.align.config import AlignConfig
-from crossalign.align.extract import subword_links
-from crossalign.align.words import Pieces, link_lists, to_pieces, word_links
+from crossalign.align.extract import subword_alignment
+from crossalign.align.words import (
+    Alignment,
+    Pieces,
+    pair_scores,
+    scored_link_lists,
+    to_pieces,
+    word_links,
+    word_max,
+)
 from crossalign.errors import CrossalignError
 from crossalign.models.load import (
     input_limit,
@@ -27,6 +36,8 @@ from crossalign.models.load import (
 )
 
 Links = list[tuple[int, int]]
+Pair = tuple[list[str], list[str]]
+"""A sentence pair as whitespace-split words: (source, target)."""
 
 
 @dataclass
@@ -50,6 +61,32 @@ class PairBatch:
     """[B, n] word of each target subword, -1 at padding."""
     n_src_words: int
     n_tgt_words: int
+    src_lengths: torch.Tensor
+    """[B] words of each source sentence (those kept by truncation)."""
+    tgt_lengths: torch.Tensor
+    """[B] words of each target sentence."""
+
+
+@dataclass
+class WordAlignments:
+    """Word links of a batch of B pairs with their scores (see ``WordAligner.word_alignment``)."""
+
+    links: torch.Tensor
+    """bool [B, Ws, Wt]."""
+    scores: torch.Tensor
+    """float [B, Ws, Wt]: each link's score, the largest of its linked subword pairs (0 where
+    not linked)."""
+    pair_scores: torch.Tensor
+    """float [B]: ``crossalign.align.words.pair_scores``."""
+
+    def alignments(self) -> list[Alignment]:
+        """One ``Alignment`` per pair, in batch order."""
+        return [
+            Alignment(links, score)
+            for links, score in zip(
+                scored_link_lists(self.links, self.scores), self.pair_scores.tolist()
+            )
+        ]
 
 
 @contextmanager
@@ -168,6 +205,8 @@ class WordAligner:
             tgt_words=tgt_words,
             n_src_words=max(s.n_words for s in src),
             n_tgt_words=max(t.n_words for t in tgt),
+            src_lengths=torch.tensor([s.n_words for s in src]),
+            tgt_lengths=torch.tensor([t.n_words for t in tgt]),
         )
 
     @torch.inference_mode()
@@ -178,18 +217,22 @@ class WordAligner:
             return self.model(**inputs, output_hidden_states=True).hidden_states
 
     @torch.inference_mode()
-    def word_links(self, states: torch.Tensor, batch: PairBatch) -> torch.Tensor:
-        """Word links of the batch from the states of one layer.
+    def word_alignment(self, states: torch.Tensor, batch: PairBatch) -> WordAlignments:
+        """Word links of the batch from the states of one layer, with the score of each link
+        (the largest score of its linked subword pairs) and of each pair (``pair_scores`` of
+        the mean directional softmax probabilities of the links).
 
-        states [R, L, d] -> bool [B, n_src_words, n_tgt_words] (on the CPU).
+        states [R, L, d] -> ``WordAlignments`` of [B, n_src_words, n_tgt_words] tensors (on
+        the CPU).
         """
         dev = states.device
         src = states[batch.src_row.to(dev)[:, None], batch.src_col.to(dev)]  # [B, m, d]
         tgt = states[batch.tgt_row.to(dev)[:, None], batch.tgt_col.to(dev)]  # [B, n, d]
         src_words, tgt_words = batch.src_words.to(dev), batch.tgt_words.to(dev)
         cfg = self.cfg
+        n_words = (src_words, tgt_words, batch.n_src_words, batch.n_tgt_words)
         with _one_thread(dev):
-            links = subword_links(
+            sub = subword_alignment(
                 src.float(),
                 tgt.float(),
                 src_words >= 0,
@@ -202,9 +245,19 @@ class WordAligner:
                 cfg.alpha,
                 cfg.sinkhorn_order,
                 cfg.ot_filter,
+                cfg.softmax_threshold,
             )
-            words = word_links(links, src_words, tgt_words, batch.n_src_words, batch.n_tgt_words)
-        return words.cpu()
+            links = word_links(sub.links, *n_words)
+            scores = word_max(sub.scores.masked_fill(~sub.links, 0.0), *n_words)
+            probs = scores
+            if sub.probs is not sub.scores:
+                probs = word_max(sub.probs.masked_fill(~sub.links, 0.0), *n_words)
+            pairs = pair_scores(probs, batch.src_lengths.to(dev), batch.tgt_lengths.to(dev))
+        return WordAlignments(links.cpu(), scores.cpu(), pairs.cpu())
+
+    def word_links(self, states: torch.Tensor, batch: PairBatch) -> torch.Tensor:
+        """The word links of ``word_alignment``: states [R, L, d] -> bool [B, Ws, Wt] (CPU)."""
+        return self.word_alignment(states, batch).links
 
     def _row_length(self, src: Pieces, tgt: Pieces) -> int:
         """Subwords of the longest model input row of a pair: both sides (joint) or the longer
@@ -236,29 +289,34 @@ class WordAligner:
             f"{self.max_pieces} subwords are unaligned"
         )
 
-    def align(
+    def align_chunks(
         self,
-        pairs: Sequence[tuple[list[str], list[str]]],
+        pairs: Iterable[Pair],
         layers: Sequence[int],
         progress: bool = False,
-    ) -> dict[int, list[Links]]:
-        """Word links of every pair at each layer (0 = embeddings), as sorted ``(i, j)`` lists
-        in input order. One forward pass per batch serves all layers.
+        chunk_pairs: int | None = None,
+    ) -> Iterator[tuple[list[Pair], dict[int, list[Alignment]]]]:
+        """Alignments of the pairs a chunk of ``chunk_pairs`` (default ``64 * batch_size``)
+        pairs at a time: for each chunk, its pairs and, in input order, one ``Alignment`` per
+        pair at each layer (0 = embeddings). One forward pass per batch serves all layers;
+        ``pairs`` is read lazily, so memory stays bounded by the chunk however many pairs it
+        yields.
 
         Pairs are tokenized a chunk at a time and sorted within the chunk by the length their
         rows are padded to, so a batch holds pairs of similar length and little padding. A
         sentence longer than ``max_pieces`` subwords is truncated (see the class docstring).
         """
         check_layers(layers, self.model.config.num_hidden_layers)
-        results: dict[int, list[Links]] = {x: [[] for _ in pairs] for x in layers}
-        chunk = 64 * self.cfg.batch_size
-        with tqdm(total=len(pairs), unit="pair", disable=not progress, file=sys.stderr) as bar:
-            for start in range(0, len(pairs), chunk):
+        chunk = chunk_pairs or 64 * self.cfg.batch_size
+        total = len(pairs) if isinstance(pairs, Sized) else None
+        it = iter(pairs)
+        with tqdm(total=total, unit="pair", disable=not progress, file=sys.stderr) as bar:
+            while part := list(itertools.islice(it, chunk)):
                 t0 = time.perf_counter()
-                part = pairs[start : start + chunk]
                 src, tgt = self._pieces(part)
                 order = sorted(range(len(part)), key=lambda k: -self._row_length(src[k], tgt[k]))
                 self.seconds["tokenize"] += time.perf_counter() - t0
+                placed: dict[int, dict[int, Alignment]] = {x: {} for x in layers}
                 for b0 in range(0, len(order), self.cfg.batch_size):
                     t0 = time.perf_counter()
                     idx = order[b0 : b0 + self.cfg.batch_size]
@@ -268,13 +326,35 @@ class WordAligner:
                         torch.cuda.synchronize(self.device)
                     t1 = time.perf_counter()
                     for layer in layers:
-                        for k, links in zip(idx, link_lists(self.word_links(states[layer], batch))):
-                            results[layer][start + k] = links
+                        found = self.word_alignment(states[layer], batch).alignments()
+                        placed[layer].update(zip(idx, found))
                     t2 = time.perf_counter()
                     self.seconds["encode"] += t1 - t0
                     self.seconds["extract"] += t2 - t1
                     bar.update(len(idx))
+                yield part, {x: [placed[x][k] for k in range(len(part))] for x in layers}
+
+    def align(
+        self,
+        pairs: Sequence[Pair],
+        layers: Sequence[int],
+        progress: bool = False,
+    ) -> dict[int, list[Links]]:
+        """Word links of every pair at each layer (0 = embeddings), as sorted ``(i, j)`` lists
+        in input order (``align_chunks`` without the scores)."""
+        results: dict[int, list[Links]] = {x: [] for x in layers}
+        for _, chunk in self.align_chunks(pairs, layers, progress):
+            for layer, found in chunk.items():
+                results[layer].extend([(x.src, x.tgt) for x in a.links] for a in found)
         return results
+
+    def align_stream(
+        self, pairs: Iterable[Pair], layer: int, progress: bool = False
+    ) -> Iterator[tuple[Pair, Alignment]]:
+        """Each pair with its ``Alignment`` at ``layer``, in input order, as the pairs are
+        read (``align_chunks``)."""
+        for part, chunk in self.align_chunks(pairs, [layer], progress):
+            yield from zip(part, chunk[layer])
 
 
 def load_aligner(

@@ -9,7 +9,7 @@ from crossalign.cli.generate import opt
 from crossalign.errors import CrossalignError
 from crossalign.languages import check_language
 
-METHODS = ("ot", "itermax", "argmax")
+METHODS = ("ot", "itermax", "argmax", "softmax")
 OT_FILTERS = ("iterative", "itermax", "union")
 SINKHORN_ORDERS = ("rows-first", "columns-first")
 SUBWORD_MODES = ("per-word", "word-ids")
@@ -21,7 +21,8 @@ class AlignConfig:
 
     method: str = opt("ot", choices=METHODS)
     """ot: XLM-Align optimal transport + alignment filtering; itermax, argmax: SimAlign on
-    cosine similarity."""
+    cosine similarity; softmax: awesome-align's extraction (both directional softmaxes of the
+    dot products above --softmax-threshold)."""
     joint: bool = opt(False, flag="--joint/--separate")
     """Encode a pair as one sequence ``[cls] src [sep] [cls] tgt [sep]`` (positions restart at
     the target, as in TLM; XLM-Align) or each sentence on its own (SimAlign; the default,
@@ -45,6 +46,9 @@ class AlignConfig:
     """Rounds of iterative alignment filtering (``ot``) or IterMax's ``max_count``."""
     alpha: float = 0.9
     """Discount of scores whose row or column is already aligned (filtering, IterMax)."""
+    softmax_threshold: float = opt(1e-3, metavar="P")
+    """Threshold of ``softmax``: a subword link needs both directional probabilities above it
+    (awesome-align: 1e-3)."""
     batch_size: int = opt(32, metavar="N")
     """Sentence pairs per forward pass."""
     bf16: bool = False
@@ -72,6 +76,10 @@ class AlignConfig:
             raise CrossalignError(f"sinkhorn_iters={self.sinkhorn_iters} must be >= 0")
         if self.mu <= 0 or self.eps <= 0:
             raise CrossalignError(f"mu={self.mu} and eps={self.eps} must be > 0")
+        if not 0.0 <= self.softmax_threshold < 1.0:
+            raise CrossalignError(
+                f"softmax_threshold={self.softmax_threshold} must be in [0, 1), e.g. 1e-3"
+            )
         if not 0.0 <= self.alpha <= 1.0:
             raise CrossalignError(f"alpha={self.alpha} must be in [0, 1]")
 

@@ -1,8 +1,11 @@
-"""Links from a score matrix: SimAlign's ArgMax and IterMax, and XLM-Align's optimal-transport
-extraction with iterative alignment filtering (Eq. 7-9). All batched: scores [B, m, n] with
-masks src_mask [B, m] and tgt_mask [B, n] (True at real tokens); links are bool [B, m, n]."""
+"""Links from a score matrix: SimAlign's ArgMax and IterMax, XLM-Align's optimal-transport
+extraction with iterative alignment filtering (Eq. 7-9), and awesome-align's softmax
+extraction. All batched: scores [B, m, n] with masks src_mask [B, m] and tgt_mask [B, n]
+(True at real tokens); links are bool [B, m, n]."""
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -129,7 +132,78 @@ def alignment_filter_links(
     return links
 
 
-def subword_links(
+def softmax_probabilities(
+    src: torch.Tensor, tgt: torch.Tensor, src_mask: torch.Tensor, tgt_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """awesome-align's two directional alignment probabilities (Dou & Neubig, EACL 2021, §2.1).
+
+    With ``S = h_src h_tgtᵀ`` (dot products of the real subwords of a pair)::
+
+        P_src→tgt = softmax(S) over the target axis,   P_tgt→src = softmax(S) over the source axis
+
+    Padding takes no probability mass: both are 0 on every row or column of padding (and on
+    a pair with an empty side).
+
+    src [B, m, d], tgt [B, n, d], src_mask [B, m], tgt_mask [B, n]
+    -> (P_src→tgt, P_tgt→src), each float [B, m, n].
+    """
+    valid = src_mask[:, :, None] & tgt_mask[:, None, :]
+    scores = dot_scores(src, tgt).masked_fill(~valid, float("-inf"))
+    # rows or columns of padding are all -inf: their softmax is NaN, replaced by 0
+    src2tgt = torch.softmax(scores, dim=2).masked_fill(~valid, 0.0)
+    tgt2src = torch.softmax(scores, dim=1).masked_fill(~valid, 0.0)
+    return src2tgt, tgt2src
+
+
+def awesome_align_probabilities(
+    src: torch.Tensor, tgt: torch.Tensor, src_mask: torch.Tensor, tgt_mask: torch.Tensor
+) -> torch.Tensor:
+    """The link probability awesome-align writes with ``--output_prob_file`` (its
+    ``BertGuideHead``: a harmonic mean of the two directional softmaxes, each tempered by the
+    square root of the other side's length)::
+
+        a = softmax(S / sqrt(n)) over the target axis,  b = softmax(S / sqrt(m)) over the
+        source axis,  p = 2ab / (a + b + 1e-9)
+
+    with ``S = h_src h_tgtᵀ`` over the real subwords (m source, n target). src [B, m, d],
+    tgt [B, n, d], src_mask [B, m], tgt_mask [B, n] -> float [B, m, n], 0 at padding.
+    """
+    valid = src_mask[:, :, None] & tgt_mask[:, None, :]
+    scores = dot_scores(src, tgt)
+    n_src = src_mask.sum(1).clamp(min=1).to(scores.dtype)[:, None, None]
+    n_tgt = tgt_mask.sum(1).clamp(min=1).to(scores.dtype)[:, None, None]
+    a = torch.softmax((scores / n_tgt.sqrt()).masked_fill(~valid, float("-inf")), dim=2)
+    b = torch.softmax((scores / n_src.sqrt()).masked_fill(~valid, float("-inf")), dim=1)
+    a, b = a.masked_fill(~valid, 0.0), b.masked_fill(~valid, 0.0)
+    return (2 * a * b / (a + b + 1e-9)).masked_fill(~valid, 0.0)
+
+
+def softmax_links(
+    src2tgt: torch.Tensor, tgt2src: torch.Tensor, threshold: float = 1e-3
+) -> torch.Tensor:
+    """awesome-align's softmax extraction: ``A = {(i, j) : P_src→tgt(i, j) > c  and
+    P_tgt→src(i, j) > c}`` for the threshold ``c`` (awesome-align: 1e-3).
+
+    src2tgt, tgt2src [B, m, n] (from ``softmax_probabilities``; 0 at padding, so a
+    threshold >= 0 links no padding) -> bool [B, m, n].
+    """
+    return (src2tgt > threshold) & (tgt2src > threshold)
+
+
+class SubwordAlignment(NamedTuple):
+    """Subword links of a batch of pairs and a score for each subword pair (see
+    ``subword_alignment``)."""
+
+    links: torch.Tensor
+    """bool [B, m, n]."""
+    scores: torch.Tensor
+    """float [B, m, n], >= 0: the score the method gives each link (0 at padding)."""
+    probs: torch.Tensor
+    """float [B, m, n]: ``(P_src→tgt + P_tgt→src) / 2`` of ``softmax_probabilities``, the same
+    for every method (``scores`` is this tensor for all but ``ot``)."""
+
+
+def subword_alignment(
     src: torch.Tensor,
     tgt: torch.Tensor,
     src_mask: torch.Tensor,
@@ -142,29 +216,63 @@ def subword_links(
     alpha: float = 0.9,
     sinkhorn_order: str = "rows-first",
     ot_filter: str = "iterative",
-) -> torch.Tensor:
-    """Subword links of a batch of pairs from their hidden states.
+    softmax_threshold: float = 1e-3,
+) -> SubwordAlignment:
+    """Subword links of a batch of pairs from their hidden states, with a score per link.
 
     - ``ot`` (XLM-Align §3.1): transport plan ``T`` of ``f_sim = log max(ε, h_iᵀ h_j)`` (raw
       dot products, as the paper) by ``sinkhorn_iters`` Sinkhorn iterations in
       ``sinkhorn_order`` with regularisation ``μ``; then ``ot_filter`` extracts links from
       ``T``: ``iterative`` (Eq. 7-9, ``filter_iters`` rounds, discount ``α``), ``itermax``
       (SimAlign's IterMax on ``T``) or ``union`` (forward ∪ backward argmax, no filtering).
+      A link's score is its entry ``T_ij`` of the plan as Sinkhorn leaves it (the plan sums
+      to 1 over the pair: its rows to 1/m, its columns to 1/n after the last update).
     - ``itermax``: SimAlign's IterMax on ``(cos + 1) / 2`` with ``max_count = filter_iters``.
     - ``argmax``: SimAlign's ArgMax on ``(cos + 1) / 2``.
+    - ``softmax`` (awesome-align): both directional softmaxes of the dot products above
+      ``softmax_threshold`` (``softmax_probabilities``, ``softmax_links``); a link's score is
+      the probability awesome-align writes (``awesome_align_probabilities``).
 
-    src [B, m, d], tgt [B, n, d], src_mask [B, m], tgt_mask [B, n] -> bool [B, m, n].
+    For ``itermax`` and ``argmax`` a link's score is the mean of the two directional
+    probabilities, ``(P_src→tgt + P_tgt→src) / 2``, in [0, 1] (``probs``, which the pair score
+    uses for every method).
+
+    src [B, m, d], tgt [B, n, d], src_mask [B, m], tgt_mask [B, n] -> ``SubwordAlignment``
+    of [B, m, n] tensors.
     """
+    if method not in METHODS:
+        raise ValueError(f"unknown alignment method {method!r}; expected one of {METHODS}")
+    src2tgt, tgt2src = softmax_probabilities(src, tgt, src_mask, tgt_mask)
+    probs = (src2tgt + tgt2src) / 2
     if method == "ot":
         f_sim = log_clamped(dot_scores(src, tgt), eps)
         plan = sinkhorn_log(f_sim, src_mask, tgt_mask, mu, sinkhorn_iters, sinkhorn_order).exp()
-        return plan_links(plan, src_mask, tgt_mask, ot_filter, filter_iters, alpha)
-    scores = cosine_scores(src, tgt)
+        links = plan_links(plan, src_mask, tgt_mask, ot_filter, filter_iters, alpha)
+        return SubwordAlignment(links, plan, probs)
+    if method == "softmax":
+        links = softmax_links(src2tgt, tgt2src, softmax_threshold)
+        scores = awesome_align_probabilities(src, tgt, src_mask, tgt_mask)
+        return SubwordAlignment(links, scores, probs)
     if method == "itermax":
-        return itermax_links(scores, src_mask, tgt_mask, filter_iters, alpha)
-    if method == "argmax":
-        return argmax_links(scores, src_mask, tgt_mask)
-    raise ValueError(f"unknown alignment method {method!r}; expected one of {METHODS}")
+        links = itermax_links(cosine_scores(src, tgt), src_mask, tgt_mask, filter_iters, alpha)
+    else:
+        links = argmax_links(cosine_scores(src, tgt), src_mask, tgt_mask)
+    return SubwordAlignment(links, probs, probs)
+
+
+def subword_links(
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    src_mask: torch.Tensor,
+    tgt_mask: torch.Tensor,
+    method: str = "ot",
+    **options: Any,
+) -> torch.Tensor:
+    """The links of ``subword_alignment`` (same arguments) alone.
+
+    src [B, m, d], tgt [B, n, d], src_mask [B, m], tgt_mask [B, n] -> bool [B, m, n].
+    """
+    return subword_alignment(src, tgt, src_mask, tgt_mask, method, **options).links
 
 
 def plan_links(

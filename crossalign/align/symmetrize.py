@@ -1,8 +1,11 @@
-"""Symmetrisation of two directional word alignments (for statistical aligners such as eflomal)."""
+"""Symmetrisation of two directional word alignments (for statistical aligners such as eflomal,
+or an aligner run in both directions)."""
 
 from __future__ import annotations
 
 Link = tuple[int, int]
+
+SYMMETRIZE_METHODS = ("grow-diag-final-and", "intersection", "union")
 
 NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 """Horizontal, vertical, then diagonal neighbours, in the order of Moses and fast_align."""
@@ -50,3 +53,16 @@ def grow_diag_final_and(forward: set[Link], backward: set[Link]) -> set[Link]:
                 src_aligned.add(i)
                 tgt_aligned.add(j)
     return links
+
+
+def symmetrize(forward: set[Link], backward: set[Link], method: str) -> set[Link]:
+    """The links of ``forward`` and ``backward`` (both ``(source, target)``) combined by
+    ``method``: ``intersection`` (A_f ∩ A_b), ``union`` (A_f ∪ A_b) or ``grow-diag-final-and``
+    (``grow_diag_final_and``)."""
+    if method == "intersection":
+        return forward & backward
+    if method == "union":
+        return forward | backward
+    if method == "grow-diag-final-and":
+        return grow_diag_final_and(forward, backward)
+    raise ValueError(f"unknown symmetrization {method!r}; expected one of {SYMMETRIZE_METHODS}")

@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "data",
     "train",
     "align",
+    "symmetrize",
     "cooc",
     "backbone",
     "evaluate",

@@ -52,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                 "--model",
                 required=evaluation.model == "required",
                 metavar="DIR",
-                help="a save_pretrained model directory, or a run directory (its model/)",
+                help="a save_pretrained model directory, a run directory (its model/) or a "
+                "Hugging Face hub id (from the local cache when HF_HUB_OFFLINE=1)",
             )
         add_options(a, evaluation.options)
         record = a.add_mutually_exclusive_group()

@@ -22,6 +22,7 @@ from crossalign.config import TokenizerConfig
 from crossalign.data.sampling import sample_by_language
 from crossalign.data.specials import SPECIAL_TOKENS  # also imported from here
 from crossalign.errors import CrossalignError
+from crossalign.hub import hub_load_error, pretrained_source
 
 # what save_pretrained writes for a fast or slow tokenizer (tokenizer.json, a WordPiece or BPE
 # vocab, a SentencePiece model); a directory without any is not a tokenizer
@@ -32,21 +33,6 @@ SCORE_DECIMALS = 5
 """Decimals a trained unigram tokenizer's scores are rounded to (see canonical_unigram)."""
 
 
-def _pretrained_source(path: str | os.PathLike, key: str) -> str:
-    """``path`` as a local directory for ``from_pretrained``, checked: a path that does not exist
-    (or is a file) is a CrossalignError naming ``key``. A name that does not look like a path
-    (``name`` or ``org/name``, no leading ``.``, ``~`` or ``/``) is passed on as a hub id."""
-    text = str(path)
-    local = Path(text).expanduser()
-    if local.is_dir():
-        return str(local)
-    if local.exists():
-        raise CrossalignError(f"{key} {text} is a file; give the directory save_pretrained wrote")
-    if text.startswith((".", "~", "/", os.sep)) or len(text.replace(os.sep, "/").split("/")) > 2:
-        raise CrossalignError(f"{key} {text} does not exist")
-    return text
-
-
 def load_tokenizer(
     path: str | os.PathLike, key: str = "tokenizer", masked_lm: bool = True
 ) -> PreTrainedTokenizerFast:
@@ -54,7 +40,7 @@ def load_tokenizer(
     offline); it must have a pad token (and a mask token for ``masked_lm`` training) and a
     vocabulary beyond its special tokens. ``key`` names the setting ``path`` came from in error
     messages."""
-    source = _pretrained_source(path, key)
+    source = pretrained_source(path, key)
     local = Path(source).is_dir()
     if local and not any(any(Path(source).glob(name)) for name in TOKENIZER_FILES):
         raise CrossalignError(
@@ -66,10 +52,7 @@ def load_tokenizer(
     except Exception as e:  # tokenizers raises a plain Exception for a malformed tokenizer.json
         first = (str(e).splitlines() or [type(e).__name__])[0]
         if not local:
-            raise CrossalignError(
-                f"{key} {path} is neither a local directory nor a Hugging Face hub id available "
-                f"offline ({first})"
-            ) from None
+            raise hub_load_error(key, str(path), first) from None
         raise CrossalignError(f"{key} {path}: cannot load the tokenizer: {first}") from None
     for name in ("pad_token", "mask_token") if masked_lm else ("pad_token",):
         if getattr(tok, name) is None:

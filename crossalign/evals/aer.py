@@ -1,5 +1,6 @@
-"""Alignment error rate, precision and recall against sure/possible gold links (Och & Ney 2003),
-and the reader of predicted alignments in Pharaoh format."""
+"""Alignment error rate, precision, recall and F1 against sure/possible gold links (Och & Ney
+2003; F1 as SimAlign's ``calc_align_score.py`` and awesome-align's ``aer.py`` report it), and
+the reader of predicted alignments in Pharaoh format."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from crossalign.evals.gold import (
     GoldAlignments,
     Link,
     gold_summary,
-    read_gold_links,
+    read_gold_file,
     read_parallel,
     read_testset,
     text_beside,
@@ -62,13 +63,16 @@ def read_pharaoh(
 
 
 def aer_scores(pred: list[set[Link]], gold: GoldAlignments) -> dict[str, float]:
-    """Corpus-level AER, precision and recall (fractions) of predicted links ``A`` against sure
-    links ``S`` and possible links ``P ⊇ S``, summed over sentences::
+    """Corpus-level AER, precision, recall and F1 (fractions) of predicted links ``A`` against
+    sure links ``S`` and possible links ``P ⊇ S``, counts summed over sentences::
 
         AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|)
         precision = |A∩P| / |A|        recall = |A∩S| / |S|
+        F1 = 2 · precision · recall / (precision + recall)
 
-    ``pred`` must have one set per gold sentence. An empty prediction has precision 0.
+    (F1 as SimAlign computes it, from unrounded P and R; awesome-align's F-measure with its
+    default α = 0.5 is the same number). ``pred`` must have one set per gold sentence. An
+    empty prediction has precision 0; F1 is 0 when precision + recall is.
     """
     if len(pred) != len(gold.sure):
         raise CrossalignError(
@@ -79,10 +83,13 @@ def aer_scores(pred: list[set[Link]], gold: GoldAlignments) -> dict[str, float]:
     a_sure = sum(len(a & s) for a, s in zip(pred, gold.sure))
     a_possible = sum(len(a & p) for a, p in zip(pred, gold.possible))
     total = n_pred + n_sure
+    precision = a_possible / n_pred if n_pred else 0.0
+    recall = a_sure / n_sure if n_sure else 0.0
     return {
         "aer": 1.0 - (a_sure + a_possible) / total if total else 0.0,
-        "precision": a_possible / n_pred if n_pred else 0.0,
-        "recall": a_sure / n_sure if n_sure else 0.0,
+        "precision": precision,
+        "recall": recall,
+        "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
     }
 
 
@@ -106,7 +113,9 @@ def _score_predictions(opts: AEROptions) -> EvalOutput:
     """AER of the Pharaoh file ``opts.pred`` against ``opts.gold`` (a test-set folder, or a
     links file checked against its text when there is one)."""
     if not opts.gold:
-        raise CrossalignError("--pred needs --gold: a test-set folder or an alignv2.txt file")
+        raise CrossalignError(
+            "--pred needs --gold: a test-set folder, an alignv2.txt file or a Pharaoh gold file"
+        )
     gold_path = Path(opts.gold)
     name = gold_path.name
     if gold_path.is_dir():
@@ -117,11 +126,11 @@ def _score_predictions(opts: AEROptions) -> EvalOutput:
     elif text := opts.text or text_beside(gold_path):
         src, tgt = read_parallel(*text)
         lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
-        gold = read_gold_links(gold_path, lengths, opts.gold_ids)
+        gold = read_gold_file(gold_path, lengths, opts.gold_ids, opts.gold_base)
         pred = read_pharaoh(opts.pred, lengths)
         name = f"{name} on {Path(text[0]).name}, {Path(text[1]).name}"
     else:
-        gold = read_gold_links(gold_path, ids=opts.gold_ids)
+        gold = read_gold_file(gold_path, ids=opts.gold_ids, base=opts.gold_base)
         pred = read_pharaoh(opts.pred)
         if len(pred) != len(gold.sure):
             raise CrossalignError(

@@ -26,11 +26,17 @@ def _count(label: str) -> Metric:
     return Metric(label, "count", None)
 
 
-HITS = {
-    "hit@1": Metric("Hit@1", "fraction"),
-    "hit@5": Metric("Hit@5", "fraction"),
+MUSE_BLI = {
+    f"precision_at_{k}-{method}": Metric(f"P@{k} {label}", "percent")
+    for method, label in (("nn", "NN"), ("csls_knn_10", "CSLS"))
+    for k in (1, 5, 10)
+}
+"""MUSE's word translation metrics, named as its evaluator logs them (percent)."""
+BLI = {
+    **MUSE_BLI,
     "words": _count("words"),
     "candidates": _count("candidates"),
+    "source_vocabulary": _count("source vocabulary"),
 }
 SIMILARITY = {
     "mean_cos": Metric("mean cos", "ratio"),
@@ -40,24 +46,27 @@ SIMILARITY = {
 _register(
     Evaluation(
         name="aer",
-        summary="alignment error rate, precision and recall against gold word alignments",
+        summary="alignment error rate, precision, recall and F1 against gold word alignments",
         options=AEROptions,
         metrics={
             "aer": Metric("AER", "fraction", False),
             "precision": Metric("precision", "fraction"),
             "recall": Metric("recall", "fraction"),
+            "f1": Metric("F1", "fraction"),
         },
         run="crossalign.evals.aer:evaluate_aer",
         model="optional",
+        version=2,
     )
 )
 _register(
     Evaluation(
         name="bli",
-        summary="bilingual lexicon induction Hit@1/Hit@5 against a gold dictionary",
+        summary="bilingual lexicon induction as MUSE reports it: P@1/5/10, nn and csls_knn_10",
         options=BLIOptions,
-        metrics=HITS,
+        metrics=BLI,
         run="crossalign.evals.bli:evaluate_bli",
+        version=2,
     )
 )
 _register(
@@ -70,9 +79,10 @@ _register(
             "correct": _count("correct"),
             "scored": _count("scored"),
             "pairs": _count("induced"),
-            **HITS,
+            **BLI,
         },
         run="crossalign.evals.bli:evaluate_induced",
+        version=2,
     )
 )
 _register(
@@ -87,10 +97,11 @@ _register(
 _register(
     Evaluation(
         name="layers",
-        summary="BLI accuracy, mean cosine and RSIM for every layer (table + PNG)",
+        summary="MUSE BLI precision, mean cosine and RSIM for every layer (table + PNG)",
         options=LayersOptions,
-        metrics={**HITS, **SIMILARITY},
+        metrics={**BLI, **SIMILARITY},
         run="crossalign.evals.layers:evaluate_layers",
+        version=2,
     )
 )
 _register(

@@ -8,11 +8,19 @@ sure (S) or possible (P). Sets write sentence ids differently: 0-based in some (
 starting above 1 with gaps where sentences were dropped from the text files. ``ID_RULES`` names
 the ways ids are mapped to sentences; the reader picks one (``auto``) only when the ids leave no
 doubt, refuses otherwise, and records the rule it used. Links are returned 0-based.
+
+A gold links file may instead be Pharaoh-style, as SimAlign's and awesome-align's samples
+write it (``read_pharaoh_gold``): one line per sentence, ``i-j`` a sure link and ``ipj`` a
+possible one, 0-based (SimAlign's ``samples/sample_eng_deu.gold``) or 1-based
+(awesome-align's ``examples/*.gold``, scored there with ``aer.py --oneRef``); a line may start
+with a sentence id and a tab (SimAlign's ``0\t0-0 1-1``), read by the same ``ID_RULES``.
+``read_gold_file`` tells the two formats apart.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +35,12 @@ ID_RULES = ("auto", "zero", "one", "rank")
 distinct id is sentence k (ids that start above 1 or have gaps); ``auto``: zero or one when the
 distinct ids are exactly 0..n-1 or 1..n, rank otherwise."""
 
-READ_AS = {"zero": "0-based", "one": "1-based", "rank": "by rank"}
-"""How messages say the ids were read, per rule (``auto`` resolves to one of these)."""
+READ_AS = {"zero": "0-based", "one": "1-based", "rank": "by rank", "line": "as line numbers"}
+"""How messages say the ids were read, per rule (``auto`` resolves to one of these; ``line``:
+a Pharaoh gold file without ids, line k is sentence k)."""
+
+PHARAOH_GOLD_LINK = re.compile(r"^(\d+)([-p])(\d+)$")
+"""A Pharaoh gold link: ``i-j`` sure, ``ipj`` possible."""
 
 
 @dataclass
@@ -40,7 +52,8 @@ class GoldAlignments:
     """Possible links; every sure link is also possible."""
     ids: str | None = None
     """The rule of ``ID_RULES`` (zero, one or rank) that mapped the file's sentence ids to
-    sentences; None for alignments not read from a file."""
+    sentences, ``line`` for a Pharaoh file without ids; None for alignments not read from a
+    file."""
 
 
 @dataclass
@@ -76,6 +89,27 @@ def _auto_rule(path: str | os.PathLike, distinct: list[int], n: int | None) -> s
     if contiguous and lo in (0, 1):
         return "zero" if lo == 0 else "one"
     return "rank"
+
+
+def _sentence_rows(
+    path: str | os.PathLike, distinct: list[int], lengths: list | None, ids: str
+) -> tuple[str, dict[int, int], int]:
+    """(rule used, sentence id -> sentence index, number of sentences) for the ``distinct``
+    sentence ids of a gold file read by rule ``ids`` (see ``read_gold_links``)."""
+    n = None if lengths is None else len(lengths)
+    rule = _auto_rule(path, distinct, n) if ids == "auto" else ids
+    if rule == "rank" and n is not None and len(distinct) != n:
+        raise CrossalignError(
+            f"{path}: {len(distinct)} distinct sentence ids but the text files have {n} "
+            f"sentences; reading ids by rank needs links in every sentence"
+        )
+    if rule == "rank":
+        row = {sid: k for k, sid in enumerate(distinct)}
+    else:
+        row = {sid: sid - 1 if rule == "one" else sid for sid in distinct}
+    if n is None:
+        n = max(row.values()) + 1
+    return rule, row, n
 
 
 def read_gold_links(
@@ -125,20 +159,7 @@ def read_gold_links(
         raw.append((number, sid, i, j, mark == "S"))
     if not raw:
         raise CrossalignError(f"{path}: no gold links")
-    distinct = sorted({r[1] for r in raw})
-    n = None if lengths is None else len(lengths)
-    rule = _auto_rule(path, distinct, n) if ids == "auto" else ids
-    if rule == "rank" and n is not None and len(distinct) != n:
-        raise CrossalignError(
-            f"{path}: {len(distinct)} distinct sentence ids but the text files have {n} "
-            f"sentences; reading ids by rank needs links in every sentence"
-        )
-    if rule == "rank":
-        row = {sid: k for k, sid in enumerate(distinct)}
-    else:
-        row = {sid: sid - 1 if rule == "one" else sid for sid in distinct}
-    if n is None:
-        n = max(row.values()) + 1
+    rule, row, n = _sentence_rows(path, sorted({r[1] for r in raw}), lengths, ids)
     gold = GoldAlignments([set() for _ in range(n)], [set() for _ in range(n)], rule)
     for number, sid, i, j, sure in raw:
         k = row[sid]
@@ -160,6 +181,119 @@ def read_gold_links(
         if sure:
             gold.sure[k].add(link)
     return gold
+
+
+def _pharaoh_fields(text: str) -> tuple[int | None, list[str]]:
+    """(sentence id or None, link tokens) of a Pharaoh gold line, ``[ID<tab>]links``."""
+    head, tab, rest = text.partition("\t")
+    if tab and head.strip().isdigit():
+        return int(head), rest.split()
+    return None, text.split()
+
+
+def is_pharaoh_gold(path: str | os.PathLike) -> bool:
+    """Whether the first line of ``path`` with links holds Pharaoh gold links (``i-j``,
+    ``ipj``), rather than ``SENTID I J S|P`` fields."""
+    for _, text in iter_lines(path):
+        fields = _pharaoh_fields(text)[1]
+        if fields:
+            return all(PHARAOH_GOLD_LINK.match(f) for f in fields)
+    return False
+
+
+def read_pharaoh_gold(
+    path: str | os.PathLike,
+    lengths: list[tuple[int, int]] | None = None,
+    ids: str = "auto",
+    base: int = 0,
+) -> GoldAlignments:
+    """Read a Pharaoh gold file (see the module docstring) into 0-based links: ``i-j`` is sure
+    (and possible), ``ipj`` possible; word indices start at ``base`` (0 or 1).
+
+    Without sentence ids line k is sentence k (an empty line: a sentence without links; ``ids``
+    must be ``auto``); with ``ID<tab>`` on every line the ids map to sentences by ``ids`` as in
+    ``read_gold_links``. ``lengths`` (the text's (source, target) word counts) sizes the result
+    and checks every link. Raises CrossalignError naming file and line for a malformed token,
+    an index below ``base`` or out of range, lines with and without ids, and a line count
+    different from ``len(lengths)``.
+    """
+    if ids not in ID_RULES:
+        raise CrossalignError(f"gold id rule '{ids}' must be one of {', '.join(ID_RULES)}")
+    if base not in (0, 1):
+        raise CrossalignError(f"gold word index base {base} must be 0 or 1")
+    rows: list[tuple[int, int | None, list[tuple[int, int, bool]]]] = []
+    for number, text in iter_lines(path):
+        sid, fields = _pharaoh_fields(text)
+        links = []
+        for token in fields:
+            m = PHARAOH_GOLD_LINK.match(token)
+            if m is None:
+                raise CrossalignError(
+                    f"{path}:{number}: '{token}' is not a Pharaoh gold link, 'i-j' (sure) or "
+                    f"'ipj' (possible)"
+                )
+            i, j = int(m[1]) - base, int(m[3]) - base
+            if i < 0 or j < 0:
+                raise CrossalignError(
+                    f"{path}:{number}: link {token} has index 0 but the file is read 1-based; "
+                    f"pass --gold-base 0"
+                )
+            links.append((i, j, m[2] == "-"))
+        rows.append((number, sid, links))
+    with_ids = [r for r in rows if r[1] is not None]
+    if with_ids:
+        without = next((r for r in rows if r[1] is None and r[2]), None)
+        if without is not None:
+            raise CrossalignError(
+                f"{path}:{without[0]}: no 'ID<tab>' before the links, but other lines have one"
+            )
+        rule, row, n = _sentence_rows(path, sorted({r[1] for r in with_ids}), lengths, ids)
+        placed = [(number, row[sid], links) for number, sid, links in with_ids]
+    else:
+        if ids != "auto":
+            raise CrossalignError(
+                f"{path} has one line per sentence and no sentence ids; drop --gold-ids {ids}"
+            )
+        rule, n = "line", len(rows)
+        if lengths is not None and n != len(lengths):
+            raise CrossalignError(
+                f"{path} has {n} lines but the text files have {len(lengths)} sentences; a "
+                f"Pharaoh gold file has one line per sentence"
+            )
+        placed = [(number, number - 1, links) for number, _, links in rows]
+    gold = GoldAlignments([set() for _ in range(n)], [set() for _ in range(n)], rule)
+    zero_seen = any(0 in (i, j) for _, _, links in placed for i, j, _ in links)
+    for number, k, links in placed:
+        if not 0 <= k < n:
+            raise CrossalignError(
+                f"{path}:{number}: the sentence id is outside the {n} sentences when ids are "
+                f"read {READ_AS[rule]}; pick the rule with --gold-ids"
+            )
+        for i, j, sure in links:
+            if lengths is not None and (i >= lengths[k][0] or j >= lengths[k][1]):
+                hint = " (1-based? pass --gold-base 1)" if base == 0 and not zero_seen else ""
+                raise CrossalignError(
+                    f"{path}:{number}: link {i + base}{'-' if sure else 'p'}{j + base} is out "
+                    f"of range: sentence {k + 1} of the text files has {lengths[k][0]} source "
+                    f"and {lengths[k][1]} target words (indices read {base}-based){hint}"
+                )
+            gold.possible[k].add((i, j))
+            if sure:
+                gold.sure[k].add((i, j))
+    return gold
+
+
+def read_gold_file(
+    path: str | os.PathLike,
+    lengths: list[tuple[int, int]] | None = None,
+    ids: str = "auto",
+    base: int = 0,
+) -> GoldAlignments:
+    """A gold links file in either format: Pharaoh (``read_pharaoh_gold``, word indices from
+    ``base``) or ``SENTID I J S|P`` (``read_gold_links``, 1-based by definition)."""
+    if is_pharaoh_gold(path):
+        return read_pharaoh_gold(path, lengths, ids, base)
+    return read_gold_links(path, lengths, ids)
 
 
 def read_parallel(

@@ -1,5 +1,6 @@
-"""Alignment across layers: for the embedding layer (0) and every transformer layer, BLI Hit@1
-and Hit@5 (alignment accuracy), the mean cosine of translation pairs and RSIM, on one word set.
+"""Alignment across layers: for the embedding layer (0) and every transformer layer, MUSE's BLI
+precision (``crossalign.evals.bli.bli_scores``), the mean cosine of translation pairs and RSIM,
+on one word set.
 
 Layer 0 is the input embedding table; layer l >= 1 averages a token's hidden states over its
 occurrences in the given text (``crossalign.lexicon.embed``). Only words whose tokens occur in
@@ -40,11 +41,13 @@ def layer_scores(
     max_length: int = 128,
     batch_size: int = 32,
     progress: bool = False,
+    source_words: Sequence[str] = (),
 ) -> list[dict[str, float]]:
-    """One row per layer 0..L: ``layer``, ``hit@1``, ``hit@5``, ``words``, ``candidates``,
-    ``mean_cos`` and ``rsim`` (CSLS retrieval, K = 10)."""
+    """One row per layer 0..L: ``layer``, the metrics of ``bli_scores`` (MUSE's precision at
+    1, 5, 10 by nn and csls_knn_10, counts), ``mean_cos`` and ``rsim``. ``source_words``: the
+    source vocabulary beyond the test pairs' source words (``build_bli_set``)."""
     layers = list(range(1, model.config.num_hidden_layers + 1))
-    src_words = [normalise_word(s) for s, _ in test_pairs]
+    src_words = [normalise_word(s) for s in [*(s for s, _ in test_pairs), *source_words]]
     tgt_words = [normalise_word(w) for w in candidates]
     src_ctx = contextual_token_vectors(
         model,
@@ -79,7 +82,7 @@ def layer_scores(
     rows = []
     for layer, (src_vec, tgt_vec) in per_layer.items():
         bli = build_bli_set(
-            tokenizer, src_vec, tgt_vec, test_pairs, candidates, mode, max_words, seed
+            tokenizer, src_vec, tgt_vec, test_pairs, candidates, mode, max_words, seed, source_words
         )
         row: dict[str, float] = {"layer": layer, **bli_scores(bli)}
         src, tgt = bli.first_pairs()
@@ -94,7 +97,8 @@ def layer_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
 
 
 def plot_layers(rows: Sequence[dict[str, float]], path: str | Path, title: str = "") -> None:
-    """A PNG with three panels over the layers: Hit@1/Hit@5, mean cosine, RSIM (atomic)."""
+    """A PNG with three panels over the layers: BLI precision at 1 and 5 (csls_knn_10) and at
+    1 (nn), mean cosine, RSIM (atomic)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,9 +106,10 @@ def plot_layers(rows: Sequence[dict[str, float]], path: str | Path, title: str =
 
     x = [r["layer"] for r in rows]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-    axes[0].plot(x, [100 * r["hit@1"] for r in rows], "o-", label="Hit@1")
-    axes[0].plot(x, [100 * r["hit@5"] for r in rows], "s-", label="Hit@5")
-    axes[0].set_ylabel("BLI accuracy (%)")
+    axes[0].plot(x, [r["precision_at_1-csls_knn_10"] for r in rows], "o-", label="P@1 CSLS")
+    axes[0].plot(x, [r["precision_at_5-csls_knn_10"] for r in rows], "s-", label="P@5 CSLS")
+    axes[0].plot(x, [r["precision_at_1-nn"] for r in rows], "^--", label="P@1 NN")
+    axes[0].set_ylabel("BLI precision (%)")
     axes[0].legend()
     axes[1].plot(x, [r["mean_cos"] for r in rows], "o-", color="tab:green")
     axes[1].set_ylabel("mean cosine of translation pairs")
@@ -129,10 +134,13 @@ def evaluate_layers(model_dir: str, opts: LayersOptions) -> EvalOutput:
         dictionary_pair,
         gold_candidates,
         gold_pairs,
+        gold_source_words,
         language_texts,
         load_for,
+        require_vocabulary,
     )
 
+    require_vocabulary(opts)
     src, tgt = dictionary_pair(opts)
     model, tokenizer = load_for(model_dir, opts)
     src_texts, tgt_texts = language_texts(opts, src, tgt)
@@ -149,8 +157,9 @@ def evaluate_layers(model_dir: str, opts: LayersOptions) -> EvalOutput:
         opts.max_words,
         opts.seed,
         progress=True,
+        source_words=gold_source_words(opts),
     )
-    notes = [f"{src}-{tgt} per layer (CSLS, words '{opts.words}'):"]
+    notes = [f"{src}-{tgt} per layer (MUSE BLI, nn and csls_knn_10, words '{opts.words}'):"]
     files = {}
     if opts.png:
         plot_layers(rows, opts.png, f"{src}-{tgt}: {model_dir}")

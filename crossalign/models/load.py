@@ -1,7 +1,8 @@
 """One loader for saved models, one language → token-type id rule, one input-length rule.
 
-``load_model`` reads a ``save_pretrained`` directory with the head a command needs; every load
-failure is a one-line CrossalignError naming the option (``key``) that gave the path. The
+``load_model`` reads a ``save_pretrained`` directory, or a Hugging Face hub id from the local
+cache or the hub (``crossalign.hub``), with the head a command needs; every load failure is a
+one-line CrossalignError naming the option (``key``) that gave the path. The
 language embeddings of a crossalign model are its token-type rows, one per language of the
 config's ``crossalign_languages``; ``language_type_id`` maps a language to its row.
 """
@@ -26,6 +27,7 @@ from transformers import (
 from transformers.utils import logging as hf_logging
 
 from crossalign.errors import CrossalignError
+from crossalign.hub import hub_load_error, is_hub_id
 
 Head = Literal["masked_lm", "encoder", "token_classification"]
 HEADS = {
@@ -58,16 +60,19 @@ def load_model(
     is a one-line CrossalignError naming ``key``; Hugging Face's warnings and progress bars
     stay quiet.
     """
-    local = _model_dir(path, key)
+    source = model_source(path, key)
     kwargs = {} if num_labels is None else {"num_labels": num_labels}
     verbosity = hf_logging.get_verbosity()
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()  # unused pooler, newly initialised heads
     hf_logging.disable_progress_bar()
     try:
-        model = HEADS[head].from_pretrained(str(local), **kwargs)
+        model = HEADS[head].from_pretrained(source, **kwargs)
     except (OSError, ValueError, SafetensorError) as e:
-        raise CrossalignError(f"{key} {path}: cannot load: {str(e).splitlines()[0]}") from None
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        if not Path(source).is_dir():
+            raise hub_load_error(key, str(path), first) from None
+        raise CrossalignError(f"{key} {path}: cannot load: {first}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
         if bars:
@@ -77,17 +82,21 @@ def load_model(
     return model.to(device or default_device()).eval()
 
 
-def _model_dir(path: str | Path, key: str) -> Path:
-    """``path`` as a local ``save_pretrained`` directory, else a CrossalignError naming ``key``."""
+def model_source(path: str | Path, key: str) -> str:
+    """``path`` as ``from_pretrained`` gets it: a local ``save_pretrained`` directory (it must
+    hold ``config.json``) or a Hugging Face hub id (``crossalign.hub``); anything else is a
+    CrossalignError naming ``key``."""
     local = Path(path).expanduser()
     if not local.exists():
+        if is_hub_id(str(path)):
+            return str(path)
         raise CrossalignError(f"{key} {path} does not exist")
     if not (local / "config.json").is_file():
         raise CrossalignError(
             f"{key} {path} is not a save_pretrained directory (no config.json); export a "
             f"backbone with 'crossalign backbone export' or point at a run's model directory"
         )
-    return local
+    return str(local)
 
 
 def _keep_layers(model: PreTrainedModel, keep: int, name: str) -> None:
@@ -109,7 +118,7 @@ def load_model_and_tokenizer(
     the tokenizer must have a mask token)."""
     from crossalign.data.tokenizer import load_tokenizer
 
-    _model_dir(path, key)  # before the tokenizer's own complaint about the directory
+    model_source(path, key)  # before the tokenizer's own complaint about the directory
     tokenizer = load_tokenizer(path, key, masked_lm=masked_lm)
     return load_model(path, key=key, **kw), tokenizer
 

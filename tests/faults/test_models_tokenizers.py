@@ -129,7 +129,7 @@ def test_missing_tokenizer_path_does_not_exist(given: str) -> None:
 
 
 def test_tokenizer_path_that_is_not_a_directory_or_offline_hub_id(tmp_path: Path) -> None:
-    with pytest.raises(CrossalignError, match=r"neither a local directory nor a Hugging Face"):
+    with pytest.raises(CrossalignError, match=r"is not a local directory, and as a hub id it is"):
         load_tokenizer("no-such-org/no-such-model", "tokenizer.path")
     (tmp_path / "tok.json").write_text("{}", encoding="utf-8")
     with pytest.raises(CrossalignError, match=r"tok\.json is a file; give the directory"):

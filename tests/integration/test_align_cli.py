@@ -6,13 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from transformers import BertConfig, BertForMaskedLM
 
 from crossalign.align.aligner import AlignConfig, load_aligner
 from crossalign.align.words import Pieces
 from crossalign.cli import main
-from crossalign.config import TokenizerConfig
-from crossalign.data.tokenizer import train_tokenizer
+from tests.tiny_models import save_tiny_bert
 
 from .conftest import FIXTURES
 
@@ -22,23 +20,7 @@ N_PAIRS = 9
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     """A 2-layer BERT (random weights, language embeddings for en and es) + unigram tokenizer."""
-    out = tmp_path_factory.mktemp("tiny-aligner")
-    texts = {x: (FIXTURES / f"{x}.txt").read_text().splitlines() for x in ("en", "es")}
-    tok = train_tokenizer(texts, TokenizerConfig(vocab_size=100))
-    config = BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-        pad_token_id=tok.pad_token_id,
-    )
-    config.crossalign_languages = ["en", "es"]
-    BertForMaskedLM(config).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-aligner"), ["en", "es"])
 
 
 @pytest.fixture
@@ -80,7 +62,7 @@ def align(model: Path, src: Path, tgt: Path, out: Path, *options: str) -> list:
     return parse(out)
 
 
-@pytest.mark.parametrize("method", ["ot", "itermax", "argmax"])
+@pytest.mark.parametrize("method", ["ot", "itermax", "argmax", "softmax"])
 @pytest.mark.parametrize("encoding", ["--joint", "--separate"])
 def test_align_writes_sorted_links_in_range(tiny_model, files, tmp_path, method, encoding):
     src, tgt = files
@@ -93,11 +75,13 @@ def test_align_writes_sorted_links_in_range(tiny_model, files, tmp_path, method,
     assert sum(map(len, lines)) >= N_PAIRS - 1  # argmax links at least one pair per sentence
 
 
+@pytest.mark.parametrize("method", ["ot", "softmax"])
 @pytest.mark.parametrize("encoding", ["--joint", "--separate"])
-def test_batched_equals_one_pair_at_a_time(tiny_model, files, tmp_path, encoding):
+def test_batched_equals_one_pair_at_a_time(tiny_model, files, tmp_path, encoding, method):
     src, tgt = files
-    one = align(tiny_model, src, tgt, tmp_path / "one.txt", encoding, "--batch-size", "1")
-    many = align(tiny_model, src, tgt, tmp_path / "many.txt", encoding, "--batch-size", "4")
+    options = (encoding, "--method", method)
+    one = align(tiny_model, src, tgt, tmp_path / "one.txt", *options, "--batch-size", "1")
+    many = align(tiny_model, src, tgt, tmp_path / "many.txt", *options, "--batch-size", "4")
     assert one == many
 
 
@@ -151,7 +135,7 @@ def test_a_sentence_aligns_to_itself_on_the_diagonal(tiny_model, files, tmp_path
         == 0
     )
     assert json.loads(json_out.read_text()) == {
-        "self.txt": {"aer": 0.0, "precision": 1.0, "recall": 1.0}
+        "self.txt": {"aer": 0.0, "precision": 1.0, "recall": 1.0, "f1": 1.0}
     }
 
 
@@ -211,7 +195,7 @@ def scores_of(path: Path, key: str) -> dict[str, float]:
 
 
 def printed_row(s: dict[str, float]) -> list[str]:
-    return [f"{100 * s[k]:.2f}" for k in ("aer", "precision", "recall")]
+    return [f"{100 * s[k]:.2f}" for k in ("aer", "precision", "recall", "f1")]
 
 
 @pytest.mark.parametrize(

@@ -159,9 +159,12 @@ def test_eval_bli_rsim_layers(trained, gold, tmp_path, capsys):
     assert run_eval(["bli", *common, "--json", str(tmp_path / "bli.json")]) == 0
     bli = json.loads((tmp_path / "bli.json").read_text())
     assert bli["pair"] == "en-es" and bli["words"] == 8 and bli["candidates"] == 9
-    assert 0 <= bli["hit@1"] <= bli["hit@5"] <= 1
+    for method in ("nn", "csls_knn_10"):
+        p1, p5, p10 = (bli[f"precision_at_{k}-{method}"] for k in (1, 5, 10))
+        assert 0 <= p1 <= p5 <= p10 <= 100
+    assert bli["source_vocabulary"] == 8  # the source words of full.txt
     text = ["--src-text", str(EN), "--tgt-text", str(ES)]
-    assert run_eval(["bli", *common, *text, "--layer", "1", "--method", "nn"]) == 0
+    assert run_eval(["bli", *common, *text, "--layer", "1"]) == 0
     assert run_eval(["rsim", *common, "--json", str(tmp_path / "rsim.json")]) == 0
     rsim = json.loads((tmp_path / "rsim.json").read_text())
     assert -1 <= rsim["rsim"] <= 1 and rsim["pairs"] == 8
@@ -171,7 +174,7 @@ def test_eval_bli_rsim_layers(trained, gold, tmp_path, capsys):
     rows = json.loads(table.read_text())["layers"]
     assert [r["layer"] for r in rows] == [0, 1, 2]
     assert len({r["words"] for r in rows}) == 1  # every layer on the same words
-    assert "Hit@1" in capsys.readouterr().out
+    assert "P@1 CSLS" in capsys.readouterr().out
 
 
 def test_vocabulary_flags_default_to_the_paper():
@@ -194,7 +197,7 @@ def test_eval_induced_dict_reports_precision_and_bli(trained, gold, tmp_path, ca
     assert induced["precision"] == pytest.approx(induced["correct"] / induced["scored"])
     assert bli["words"] == 8 and bli["candidates"] == 9  # the same numbers as eval bli
     printed = capsys.readouterr().out
-    assert "precision" in printed and "Hit@1" in printed
+    assert "precision" in printed and "P@1 CSLS" in printed
     # the paper's direction, X->en, from the en-X dictionary read the other way round
     text = ["--src-text", str(ES), "--tgt-text", str(EN)]
     argv = ["induced-dict", "--model", model, "--dict", str(gold), "--reverse", *text, *vocab]

@@ -30,10 +30,11 @@ def test_aer_by_hand():
 
 def test_aer_extremes():
     gold = gold_of([{(0, 0), (1, 1)}], [{(0, 1)}])
-    assert aer_scores([{(0, 0), (1, 1)}], gold) == {"aer": 0.0, "precision": 1.0, "recall": 1.0}
+    perfect = {"aer": 0.0, "precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert aer_scores([{(0, 0), (1, 1)}], gold) == perfect
     # possible links cost nothing in AER: only sure recall counts in the denominator
     assert aer_scores([{(0, 0), (1, 1), (0, 1)}], gold)["aer"] == 0.0
-    assert aer_scores([set()], gold) == {"aer": 1.0, "precision": 0.0, "recall": 0.0}
+    assert aer_scores([set()], gold) == {"aer": 1.0, "precision": 0.0, "recall": 0.0, "f1": 0.0}
     with pytest.raises(CrossalignError, match="1 predicted sentence pairs but 2 gold"):
         aer_scores([set()], gold_of([set(), set()], [set(), set()]))
 

@@ -21,8 +21,9 @@ needs_gold = pytest.mark.skipif(
 def reference_scores(
     pred_lines: list[str], gold_lines: list[str], line_of_id: dict[int, int]
 ) -> dict[str, float]:
-    """AER, precision, recall from the raw lines, by the formula alone (S ⊆ P):
-    AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|), P = |A∩P| / |A|, R = |A∩S| / |S|.
+    """AER, precision, recall, F1 from the raw lines, by the formula alone (S ⊆ P):
+    AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|), P = |A∩P| / |A|, R = |A∩S| / |S|,
+    F1 = 2PR / (P + R).
     ``line_of_id`` says which prediction line (0-based) each gold sentence id is."""
     a = {
         (line, *map(int, tok.split("-")))
@@ -38,10 +39,12 @@ def reference_scores(
         p.add(link)
         if mark != ["P"]:
             s.add(link)
+    precision, recall = len(a & p) / len(a), len(a & s) / len(s)
     return {
         "aer": 1 - (len(a & s) + len(a & p)) / (len(a) + len(s)),
-        "precision": len(a & p) / len(a),
-        "recall": len(a & s) / len(s),
+        "precision": precision,
+        "recall": recall,
+        "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
     }
 
 
@@ -71,13 +74,13 @@ def test_auto_reads_ids_with_gaps_by_rank_and_scores_them_by_hand(tmp_path, caps
     assert gold.possible == [{(0, 0), (1, 1)}, {(0, 0), (1, 0)}, {(0, 1), (1, 1)}]
     # A = {0:0-0,1-0; 1:0-0,1-0; 2:0-1}: |A|=5, |S|=4, |A∩S|=2 (0:0-0, 1:0-0), |A∩P|=4
     pred = _write(tmp_path / "pred.txt", "0-0 1-0\n0-0 1-0\n0-1\n")
-    by_hand = {"aer": 1 - (2 + 4) / (5 + 4), "precision": 4 / 5, "recall": 2 / 4}
+    by_hand = {"aer": 1 - (2 + 4) / (5 + 4), "precision": 4 / 5, "recall": 2 / 4, "f1": 8 / 13}
     assert aer_scores(read_pharaoh(pred), gold) == pytest.approx(by_hand)
     write_testset(tmp_path / "de-en", [2] * 3, [2] * 3, GAPS)
     code, out, _ = run_aer(capsys, "--pred", str(pred), "--gold", str(tmp_path / "de-en"))
     assert code == 0
     assert "gold de-en: 3 sentences, ids read by rank (--gold-ids auto)" in out
-    assert out.splitlines()[-1].split()[1:] == ["33.33", "80.00", "50.00"]
+    assert out.splitlines()[-1].split()[1:] == ["33.33", "80.00", "50.00", "61.54"]
 
 
 @pytest.mark.parametrize(
@@ -148,7 +151,7 @@ def test_cli_refuses_gold_that_covers_fewer_sentences(tmp_path, capsys):
     code, out, _ = run_aer(capsys, "--pred", str(pred), "--gold", str(folder), "--gold-ids", "zero")
     assert code == 0
     assert "3 sentences, ids read 0-based (--gold-ids zero); 1 without gold links" in out
-    assert out.splitlines()[-1].split()[1:] == ["0.00", "100.00", "100.00"]
+    assert out.splitlines()[-1].split()[1:] == ["0.00", "100.00", "100.00", "100.00"]
 
 
 def test_cli_checks_a_links_file_against_the_text(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""BLI Hit@k, the evaluation word set, RSIM and mean cosine on constructed embeddings."""
+"""BLI precision at k, the evaluation word set, RSIM and mean cosine on constructed embeddings."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from crossalign.evals.bli import (
     BLISet,
     bli_scores,
     build_bli_set,
-    hits_at,
     induced_precision,
     normalise_word,
+    precision_at,
 )
 from crossalign.evals.rsim import mean_cosine, rsim
 from crossalign.lexicon.embed import TokenVectors, word_vectors
@@ -100,17 +100,16 @@ def test_normalise_word_strips_arabic_marks_only():
     assert normalise_word("असामान्य") == "असामान्य"  # Devanagari vowel signs are kept
 
 
-def test_hits_at_hand_computed():
+def test_precision_at_hand_computed():
     pred = torch.tensor([[3, 1, 2], [0, 2, 1], [4, 4, 4]])
     gold = [[1], [0, 5], [2]]
-    assert hits_at(pred, gold, (1, 2)) == {
-        "hit@1": pytest.approx(1 / 3),
-        "hit@2": pytest.approx(2 / 3),
+    assert precision_at(pred, gold, (1, 2)) == {
+        1: pytest.approx(100 / 3),
+        2: pytest.approx(200 / 3),
     }
 
 
-@pytest.mark.parametrize("method", ["csls", "nn"])
-def test_rotated_copy_gives_full_hit_and_rsim_one(method):
+def test_rotated_copy_gives_full_precision_and_rsim_one():
     g = torch.Generator().manual_seed(2)
     src = torch.randn(60, 24, generator=g)
     tgt = src @ small_rotation(24, 0.2, g)
@@ -122,8 +121,10 @@ def test_rotated_copy_gives_full_hit_and_rsim_one(method):
         torch.cat([tgt, distractors]),
         [[i] for i in range(60)],
     )
-    scores = bli_scores(bli, method, k=10)
-    assert scores["hit@1"] == 1.0 and scores["hit@5"] == 1.0
+    scores = bli_scores(bli)
+    for method in ("nn", "csls_knn_10"):
+        assert scores[f"precision_at_1-{method}"] == 100.0
+        assert scores[f"precision_at_5-{method}"] == 100.0
     assert scores["words"] == 60 and scores["candidates"] == 260
     assert rsim(*bli.first_pairs()) == pytest.approx(1.0, abs=1e-6)
 
@@ -135,7 +136,7 @@ def test_rsim_is_rotation_and_scale_invariant_but_hits_are_not():
     tgt = 3.0 * src @ q
     assert rsim(src, tgt) == pytest.approx(1.0, abs=1e-6)
     bli = BLISet(list("x" * 50), list("y" * 50), src, tgt, [[i] for i in range(50)])
-    assert bli_scores(bli, "nn")["hit@1"] < 0.5  # a shared space is not rotation invariant
+    assert bli_scores(bli)["precision_at_1-nn"] < 50  # a shared space is not rotation invariant
 
 
 def test_rsim_equals_loop_pearson():

@@ -18,6 +18,7 @@ def test_ls_lists_evaluations_with_their_metrics_directions(capsys):
     assert main(["ls", "evaluations"]) == 0
     lines = capsys.readouterr().out.splitlines()
     bli = lines.index(next(line for line in lines if line.startswith("bli ")))
-    assert "hit@1 ↑ (fraction)" in lines[bli + 1] and "words (count)" in lines[bli + 1]
+    assert "precision_at_1-csls_knn_10 ↑ (percent)" in lines[bli + 1]
+    assert "words (count)" in lines[bli + 1]
     aer = next(line for line in lines if line.split()[:1] == ["metrics:"] and "aer ↓" in line)
     assert "precision ↑" in aer

@@ -93,8 +93,8 @@ def test_flag_defaults_are_the_dataclass_defaults(name):
 
 
 def test_key_value_options_and_unknown_keys():
-    args = build_parser().parse_args(["eval", "bli", "--model", "m", "--dict", "d", "k=5"])
-    assert options_from(args, REGISTRY.get("bli").options, args.overrides).k == 5
+    args = build_parser().parse_args(["eval", "bli", "--model", "m", "--dict", "d", "seed=5"])
+    assert options_from(args, REGISTRY.get("bli").options, args.overrides).seed == 5
     with pytest.raises(CrossalignError, match="did you mean 'max_words'"):
         REGISTRY.get("bli").build_options({"dict": "d", "max_word": 3})
     with pytest.raises(CrossalignError, match="words 'half' is unknown"):
@@ -132,7 +132,7 @@ def test_ls_evaluations_lists_names_summaries_and_metric_directions(capsys):
     out = capsys.readouterr().out
     for name in NAMES:
         assert f"{name} " in out and REGISTRY.get(name).summary in out
-    assert "aer ↓ (fraction)" in out and "hit@1 ↑ (fraction)" in out
+    assert "aer ↓ (fraction)" in out and "precision_at_1-nn ↑ (percent)" in out
     assert "words (count)" in out and "mlm_ppl ↓ (perplexity)" in out
 
 

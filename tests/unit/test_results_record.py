@@ -47,10 +47,10 @@ def test_one_record_beside_the_predictions(aer_files, tmp_path, capsys):
     legacy = json.loads((tmp_path / "aer.json").read_text())
     assert legacy == {"pred.txt": record["metrics"]}  # the old --json shape
     assert record["metrics"]["recall"] == pytest.approx(2 / 3)
-    assert record["versions"]["eval"] == 1 and record["versions"]["python"]
+    assert record["versions"]["eval"] == 2 and record["versions"]["python"]
     assert record["time"]["seconds"] >= 0 and record["time"]["started"].endswith("Z")
     out = capsys.readouterr().out
-    assert out.splitlines()[-1].split()[1:] == ["33.33", "66.67", "66.67"]
+    assert out.splitlines()[-1].split()[1:] == ["33.33", "66.67", "66.67", "66.67"]
     assert main(["eval", "aer", *aer_files]) == 0
     assert len(lines(tmp_path / "data" / "results.jsonl")) == 2
 
