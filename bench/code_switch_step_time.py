@@ -24,7 +24,7 @@ from crossalign.data.prepare import TrainingData
 from crossalign.data.readers import read_text
 from crossalign.lexicon.embed import load_masked_lm
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
-from crossalign.train import ObjectiveSet, TrainState, train_step
+from crossalign.training import ObjectiveSet, TrainState, train_step
 
 TARGETS = {"tcs_mlm": 2.05, "scs_mlm": 2.4}
 

@@ -37,7 +37,7 @@ from crossalign.data.tokenizer import load_tokenizer
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.align_mlm import alignment_loss, dictionary_cosines
-from crossalign.train import ObjectiveSet, TrainState, train_step
+from crossalign.training import ObjectiveSet, TrainState, train_step
 
 
 def main() -> None:

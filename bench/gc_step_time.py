@@ -29,7 +29,7 @@ from crossalign.data.readers import read_mono
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
-from crossalign.train import ObjectiveSet, TrainState, train_step
+from crossalign.training import ObjectiveSet, TrainState, train_step
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,7 +19,7 @@ step (no accumulation), ``--precision`` mixed precision through accelerate.
   partial block is dropped, so every block is full. Time: ``--warmup`` untimed steps, then
   ``--steps`` steps between two ``torch.cuda.synchronize()``; tokens/s counts the real
   (attention-mask) tokens of the timed steps.
-* ``crossalign``: ``crossalign.train.train`` in-process on the same text written to a
+* ``crossalign``: ``crossalign.training.train`` in-process on the same text written to a
   temporary file (``data.mono={en: FILE}``, no held-out data, ``tokenizer.path``), with
   ``train.log_every`` = gcd(warmup, steps). Every ``metrics.jsonl`` line reports tokens/s
   since the previous line; the lines after step ``warmup`` up to ``warmup + steps`` each
@@ -258,10 +258,10 @@ def hf_run(args, tokenizer, stream: np.ndarray, seq: int, batch: int) -> dict:
 
 
 def crossalign_run(args, text: Path, run_dir: Path, seq: int, batch: int) -> dict:
-    """``crossalign.train.train`` in-process; tokens/s from its metrics.jsonl."""
+    """``crossalign.training.train`` in-process; tokens/s from its metrics.jsonl."""
     from crossalign.config import DataConfig, load_config
     from crossalign.run_dir import read_metrics
-    from crossalign.train import train
+    from crossalign.training import train
 
     warmup, steps = args.warmup, args.steps
     log_every = math.gcd(warmup, steps)

@@ -28,7 +28,7 @@ from crossalign.data.batching import PairArray, pack_blocks
 from crossalign.data.readers import read_parallel
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
-from crossalign.train import ObjectiveSet, TrainState, train_step
+from crossalign.training import ObjectiveSet, TrainState, train_step
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ from crossalign.config import load_config
 from crossalign.data.batching import SourceSampler
 from crossalign.data.loader import derived_seed, raw_batch
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.train import build_setup, train
+from crossalign.training import build_setup, train
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tiny"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -9,8 +11,37 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from crossalign.align.api import Aligner
     from crossalign.align.words import Alignment, Link
+    from crossalign.config import RunConfig
 
-__all__ = ["Aligner", "Alignment", "Link", "__version__"]
+__all__ = ["Aligner", "Alignment", "Link", "__version__", "train"]
+
+
+def train(
+    config: str | Path | dict | RunConfig,
+    overrides: Sequence[str] = (),
+    *,
+    resume: str | None = None,
+    overwrite: bool = False,
+) -> dict[str, float]:
+    """Pre-train as ``crossalign train`` does and return the final held-out metrics.
+
+    ``config`` is a YAML run-config file, a dict of the same shape, or a ``RunConfig``;
+    ``overrides`` are ``key=value`` changes (``["train.steps=100"]``); ``resume`` is ``"last"``
+    or a checkpoint directory; ``overwrite`` empties a non-empty ``run_dir`` first::
+
+        import crossalign
+        crossalign.train({"data": {"corpus": "data/bible"}, "train": {"steps": 100}})
+    """
+    from crossalign.config import RunConfig, config_from_data, config_to_dict, load_config
+    from crossalign.training import train as run
+
+    if isinstance(config, RunConfig):
+        cfg = config_from_data(config_to_dict(config), overrides)
+    elif isinstance(config, dict):
+        cfg = config_from_data(config, overrides)
+    else:
+        cfg = load_config(config, list(overrides))
+    return run(cfg, resume=resume, overwrite=overwrite)
 
 
 def __getattr__(name: str) -> Any:

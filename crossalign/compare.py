@@ -433,7 +433,7 @@ def ensure_trained(cfg: RunConfig, label: str) -> Path:
     run directory whose ``config.yaml`` equals it and holds ``model/`` is reused, one with
     checkpoints is resumed, anything else is started again (``--overwrite``). Returns
     ``run_dir``."""
-    from crossalign.train import train
+    from crossalign.training import train
 
     state = run_state(cfg)
     if state != "done":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -290,6 +291,15 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> RunConfig
         data = parse_yaml(text, str(path)) or {}
         if not isinstance(data, dict):
             raise CrossalignError(f"{path}: the top level must be a mapping of keys")
+    return config_from_data(data, overrides)
+
+
+def config_from_data(data: dict, overrides: Sequence[str] = ()) -> RunConfig:
+    """A run config from YAML-shaped ``data`` (a copy is changed by the ``key=value``
+    overrides), validated; errors name the key."""
+    import copy
+
+    data = copy.deepcopy(data)
     for item in overrides:
         apply_override(data, item, RunConfig)
     return build_dataclass(RunConfig, data, "")

@@ -1,6 +1,6 @@
 """Held-out perplexity of a model: masked-LM on monolingual text (``mlm_*``) and
 translation-LM on sentence pairs (``tlm_*``), as the training loop measures it (fixed masking,
-``crossalign.train.evaluate``).
+``crossalign.training.evaluate``).
 
 ``source: log`` reads the value the run logged (its last held-out line of ``metrics.jsonl``,
 or the line at a checkpoint's step); ``source: compute`` evaluates now, on the given text or on
@@ -127,8 +127,8 @@ def computed_perplexity(model_dir: str, opts: PerplexityOptions) -> EvalOutput:
     from crossalign.models.load import load_model
     from crossalign.objectives import TokenContext
     from crossalign.objectives.mlm import MaskedLM
-    from crossalign.train import ObjectiveSet
-    from crossalign.train import evaluate as heldout_loss
+    from crossalign.training import ObjectiveSet
+    from crossalign.training import evaluate as heldout_loss
 
     cfg = _run_config(model_dir)
     sources = heldout_sources(opts, cfg)

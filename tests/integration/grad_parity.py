@@ -18,7 +18,7 @@ from transformers import BertConfig, BertForMaskedLM
 from crossalign.objectives import RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
 from crossalign.objectives.tlm import TranslationLM
-from crossalign.train import ObjectiveSet, accumulate_gradients
+from crossalign.training import ObjectiveSet, accumulate_gradients
 
 WEIGHTS = {"mlm": 1.0, "tlm": 0.5}
 ROWS = 8

@@ -213,3 +213,30 @@ def test_objectives_with_their_own_batch_size_pooled(tiny, tmp_path):
         assert low - 1e-6 <= record["loss"] <= high + 1e-6
     assert main(["train", *tiny("odd", **{"objectives": "[{name: tlm, batch_size: 3}]",
                                           "train.grad_accum": 2})]) == 2  # fmt: skip
+
+
+def test_python_api_train_takes_a_dict_a_file_or_a_config_like_the_cli(tiny, tmp_path):
+    """``crossalign.train`` runs the CLI's training from a dict, a YAML file or a RunConfig
+    (with overrides) and returns the final held-out metrics the CLI run logs."""
+    import yaml
+
+    import crossalign
+    import crossalign.training  # the module does not shadow the function
+    from crossalign.config import config_to_dict, load_config
+
+    args = tiny("cli", **{"train.steps": 3, "train.save_every": 0})
+    assert main(["train", *args]) == 0
+    logged = [json.loads(x) for x in (tmp_path / "cli" / "metrics.jsonl").read_text().splitlines()]
+    final = {k: v for k, v in logged[-1].items() if k.startswith("valid/")}
+
+    cfg = load_config(None, args)
+    data = yaml.safe_load(yaml.safe_dump(config_to_dict(cfg)))
+    from_dict = crossalign.train({**data, "run_dir": str(tmp_path / "dict")})
+    assert from_dict == pytest.approx(final)
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(data))
+    from_file = crossalign.train(path, [f"run_dir={tmp_path / 'file'}"])
+    assert from_file == pytest.approx(final)
+    from_config = crossalign.train(cfg, [f"run_dir={tmp_path / 'config'}"])
+    assert from_config == pytest.approx(final)
+    assert callable(crossalign.train) and crossalign.training.train is not crossalign.train

@@ -12,11 +12,11 @@ from accelerate import Accelerator
 from accelerate.utils import set_seed
 from transformers import get_linear_schedule_with_warmup
 
-import crossalign.train as train_module
+import crossalign.training as train_module
 from crossalign.config import load_config
 from crossalign.data.loader import raw_batch
 from crossalign.run_dir import read_metrics
-from crossalign.train import (
+from crossalign.training import (
     LogStats,
     ObjectiveSet,
     StepOutcome,
