@@ -100,28 +100,29 @@ def encode_tagged(
     return out
 
 
-def _batches(
-    examples: list[tuple[list[int], list[int]]], size: int, pad_id: int, lang_id: int
+def token_batches(
+    examples: list[tuple[list[int], list[int]]],
+    size: int,
+    tokenizer: PreTrainedTokenizerBase,
+    lang_id: int,
 ) -> list[dict[str, torch.Tensor]]:
-    """Padded batches: input_ids, attention_mask, token_type_ids (language), labels."""
-    out = []
-    for start in range(0, len(examples), size):
-        chunk = examples[start : start + size]
-        length = max(len(ids) for ids, _ in chunk)
-        ids = torch.full((len(chunk), length), pad_id, dtype=torch.long)
-        labels = torch.full((len(chunk), length), IGNORE_INDEX, dtype=torch.long)
-        for i, (x, y) in enumerate(chunk):
-            ids[i, : len(x)] = torch.tensor(x)
-            labels[i, : len(y)] = torch.tensor(y)
-        out.append(
-            {
-                "input_ids": ids,
-                "attention_mask": (ids != pad_id).long(),
-                "token_type_ids": torch.full_like(ids, lang_id),
-                "labels": labels,
-            }
-        )
-    return out
+    """Batches of ``size`` encoded sentences, padded by transformers'
+    ``DataCollatorForTokenClassification``: input_ids, attention_mask, token_type_ids (the
+    language's id on every real token) and labels (IGNORE_INDEX at padding), each [B, L]."""
+    from transformers import DataCollatorForTokenClassification
+
+    collate = DataCollatorForTokenClassification(
+        tokenizer, label_pad_token_id=IGNORE_INDEX, return_tensors="pt"
+    )
+    return [
+        collate(
+            [
+                {"input_ids": ids, "labels": labels, "token_type_ids": [lang_id] * len(ids)}
+                for ids, labels in examples[start : start + size]
+            ]
+        ).data
+        for start in range(0, len(examples), size)
+    ]
 
 
 def finetune(
@@ -129,7 +130,7 @@ def finetune(
     train: list[tuple[list[int], list[int]]],
     num_labels: int,
     lang_id: int,
-    pad_id: int,
+    tokenizer: PreTrainedTokenizerBase,
     cfg: FinetuneConfig,
     desc: str = "fine-tune",
 ):
@@ -152,7 +153,7 @@ def finetune(
     bar = tqdm(total=steps, desc=desc, unit="step", mininterval=2)
     for epoch in range(cfg.epochs):
         random.Random(cfg.seed * 1000 + epoch).shuffle(order)
-        for batch in _batches([train[i] for i in order], cfg.batch_size, pad_id, lang_id):
+        for batch in token_batches([train[i] for i in order], cfg.batch_size, tokenizer, lang_id):
             loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -185,24 +186,45 @@ def tagging_scores(gold: torch.Tensor, pred: torch.Tensor, num_labels: int) -> d
 
 
 @torch.no_grad()
+def is_bio(labels: tuple[str, ...]) -> bool:
+    """Whether a label set tags spans (``O`` and ``B-``/``I-`` prefixed labels, as NER)."""
+    return all(label == "O" or label[:2] in ("B-", "I-") for label in labels)
+
+
+def span_f1(gold: list[list[str]], pred: list[list[str]]) -> float:
+    """Span-level micro-F1 in percent of BIO label sequences (one per sentence), as seqeval
+    computes it (conlleval's chunking: a span is found when its type and both ends match)."""
+    from seqeval.metrics import f1_score
+
+    return 100.0 * float(f1_score(gold, pred))
+
+
 def evaluate_tagging(
     model,
     test: list[tuple[list[int], list[int]]],
     lang_id: int,
-    pad_id: int,
+    tokenizer: PreTrainedTokenizerBase,
     batch_size: int,
-    num_labels: int,
+    labels: tuple[str, ...],
 ) -> dict[str, float]:
-    """``tagging_scores`` of a fine-tuned model on encoded sentences (first subwords)."""
+    """``tagging_scores`` of a fine-tuned model on encoded sentences (first subwords), and
+    ``span_f1`` (seqeval) when ``labels`` are BIO span labels."""
     gold = [torch.zeros(0, dtype=torch.long)]
     pred = [torch.zeros(0, dtype=torch.long)]
-    for batch in _batches(test, batch_size, pad_id, lang_id):
-        labels = batch.pop("labels")
-        scored = labels != IGNORE_INDEX
-        gold.append(labels[scored])
+    sentences: list[tuple[list[int], list[int]]] = []
+    for batch in token_batches(test, batch_size, tokenizer, lang_id):
+        gold_ids = batch.pop("labels")
+        scored = gold_ids != IGNORE_INDEX
         logits = model(**{k: v.to(model.device) for k, v in batch.items()}).logits
-        pred.append(logits.argmax(-1).cpu()[scored])
-    return tagging_scores(torch.cat(gold), torch.cat(pred), num_labels)
+        pred_ids = logits.argmax(-1).cpu()
+        gold.append(gold_ids[scored])
+        pred.append(pred_ids[scored])
+        sentences += [(g[m].tolist(), p[m].tolist()) for g, p, m in zip(gold_ids, pred_ids, scored)]
+    scores = tagging_scores(torch.cat(gold), torch.cat(pred), len(labels))
+    if is_bio(labels):
+        names = [[labels[i] for i in g] for g, _ in sentences]
+        scores["span_f1"] = span_f1(names, [[labels[i] for i in p] for _, p in sentences])
+    return scores
 
 
 def _sample(data: Tagged, n: int | None, seed: int) -> Tagged:
@@ -276,17 +298,22 @@ def evaluate_transfer(
         for lang in ("en", DERIVED_LANG):
             enc[lang, name] = [enc[lang, name][i] for i in keep]
     ids = {lang: language_type_id(config, lang) for lang in ("en", DERIVED_LANG)}
-    pad = tokenizer.pad_token_id
-    n = len(spec.labels)
-    english = finetune(model_dir, enc["en", "train"], n, ids["en"], pad, cfg, "fine-tune en")
-    dlang = DERIVED_LANG
-    zs = evaluate_tagging(english, enc[dlang, "test"], ids[dlang], pad, cfg.batch_size, n)
-    en = evaluate_tagging(english, enc["en", "test"], ids["en"], pad, cfg.batch_size, n)
+    n, dlang, size = len(spec.labels), DERIVED_LANG, cfg.batch_size
+    english = finetune(model_dir, enc["en", "train"], n, ids["en"], tokenizer, cfg, "fine-tune en")
+    zs = evaluate_tagging(english, enc[dlang, "test"], ids[dlang], tokenizer, size, spec.labels)
+    en = evaluate_tagging(english, enc["en", "test"], ids["en"], tokenizer, size, spec.labels)
     del english
     sup_model = finetune(
-        model_dir, enc[dlang, "train"], n, ids[dlang], pad, cfg, f"fine-tune {dlang}"
+        model_dir, enc[dlang, "train"], n, ids[dlang], tokenizer, cfg, f"fine-tune {dlang}"
     )
-    sup = evaluate_tagging(sup_model, enc[dlang, "test"], ids[dlang], pad, cfg.batch_size, n)
+    sup = evaluate_tagging(sup_model, enc[dlang, "test"], ids[dlang], tokenizer, size, spec.labels)
+    spans = {}
+    if "span_f1" in sup:
+        spans = {
+            f"{name}_span_f1": part["span_f1"]
+            for name, part in (("sup", sup), ("zs", zs), ("en", en))
+        }
+        spans["delta_span_f1"] = sup["span_f1"] - zs["span_f1"]
     return {
         "sup": sup["accuracy"],
         "zs": zs["accuracy"],
@@ -296,6 +323,7 @@ def evaluate_transfer(
         "zs_f1": zs["f1"],
         "delta_f1": sup["f1"] - zs["f1"],
         "en_f1": en["f1"],
+        **spans,
         "train_sentences": len(enc["en", "train"]),
         "test_sentences": len(enc["en", "test"]),
     }

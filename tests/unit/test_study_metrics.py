@@ -112,3 +112,42 @@ def test_study_transforms_are_checked():
         transform_dirs(["trans+inv", "inv+trans"])
     with pytest.raises(CrossalignError, match="unknown study objective 'mlm_langs'.*mlm_lang"):
         study_config("mlm_langs", "d", "r")
+
+
+def test_span_f1_by_hand_and_bio_detection():
+    from crossalign.evals.transfer import is_bio, span_f1
+
+    gold = [["B-PER", "I-PER", "O", "B-LOC"], ["O", "B-ORG", "I-ORG"]]
+    # PER found exactly; LOC missed; ORG cut short (a wrong span) -> TP 1, FP 1, FN 2
+    pred = [["B-PER", "I-PER", "O", "O"], ["O", "B-ORG", "O"]]
+    assert span_f1(gold, pred) == pytest.approx(100 * 2 * 1 / (2 * 1 + 1 + 2))
+    assert span_f1(gold, gold) == pytest.approx(100.0)
+    assert is_bio(("O", "B-PER", "I-PER")) and not is_bio(("NOUN", "VERB", "O"))
+
+
+def test_token_batches_pad_like_the_sentences_and_tag_only_real_tokens(tmp_path):
+    """``token_batches`` (transformers' DataCollatorForTokenClassification) against padding by
+    hand: ids padded with the pad id, labels with IGNORE_INDEX, the mask and language ids on
+    the real tokens only."""
+    from transformers import AutoTokenizer
+
+    from crossalign.data.masking import IGNORE_INDEX
+    from crossalign.evals.transfer import token_batches
+    from tests.tiny_models import save_tiny_bert
+
+    tokenizer = AutoTokenizer.from_pretrained(save_tiny_bert(tmp_path / "m"))
+    examples = [
+        ([0, 7, 8, 2], [-100, 1, 3, -100]),
+        ([0, 9, 2], [-100, 2, -100]),
+        ([0, 5, 6, 7, 2], [-100, 0, 1, 1, -100]),
+    ]
+    batches = token_batches(examples, 2, tokenizer, lang_id=1)
+    assert [b["input_ids"].shape for b in batches] == [(2, 4), (1, 5)]
+    for batch, chunk in zip(batches, (examples[:2], examples[2:])):
+        for row, (ids, labels) in enumerate(chunk):
+            n, width = len(ids), batch["input_ids"].shape[1]
+            pad = tokenizer.pad_token_id
+            assert batch["input_ids"][row].tolist() == ids + [pad] * (width - n)
+            assert batch["labels"][row].tolist() == labels + [IGNORE_INDEX] * (width - n)
+            assert batch["attention_mask"][row].tolist() == [1] * n + [0] * (width - n)
+            assert batch["token_type_ids"][row, :n].tolist() == [1] * n
