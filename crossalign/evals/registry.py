@@ -122,7 +122,7 @@ def options_dict(opts: Any) -> dict[str, Any]:
     return {f.name: plain(getattr(opts, f.name)) for f in dataclasses.fields(opts)}
 
 
-EVALS: Registry[Evaluation] = Registry("evaluation")
+EVALS: Registry[Evaluation] = Registry("evaluation", plugins="crossalign.evaluations")
 """Every evaluation, by name; filled by ``crossalign.evals.catalog``."""
 
 

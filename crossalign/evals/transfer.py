@@ -49,7 +49,7 @@ class TokenTask:
     load: Callable[[bool, int], dict[str, Tagged]]
 
 
-TASKS: Registry[TokenTask] = Registry("task")
+TASKS: Registry[TokenTask] = Registry("task", plugins="crossalign.tasks")
 
 
 def _load_pos(download: bool, seed: int) -> dict[str, Tagged]:

@@ -33,7 +33,7 @@ class Backbone:
             return "unknown version"
 
 
-BACKBONES: Registry[Backbone] = Registry("backbone")
+BACKBONES: Registry[Backbone] = Registry("backbone", plugins="crossalign.backbones")
 
 
 def _export_e5_small(

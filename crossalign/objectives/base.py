@@ -161,4 +161,4 @@ class Objective(nn.Module):
         return int((batch["labels"] != IGNORE_INDEX).sum())
 
 
-OBJECTIVES: Registry[type[Objective]] = Registry("objective")
+OBJECTIVES: Registry[type[Objective]] = Registry("objective", plugins="crossalign.objectives")
