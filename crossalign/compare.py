@@ -535,6 +535,10 @@ def run_compare(study: Study, *, report: bool = True, dry_run: bool = False) -> 
     from crossalign.schema import build_dataclass
 
     runs = plan(study)
+    if report and not dry_run:  # not after hours of training
+        from crossalign.extras import require
+
+        require("matplotlib", "plots", "the study's report (or --no-report)")
     # every derive setting, run config and evaluation option is checked before any work
     derives: dict[Path, DeriveSettings] = {}
     steps: dict[Path, PreparedStep] = {}

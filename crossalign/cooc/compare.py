@@ -253,8 +253,9 @@ def compare_metrics(result: dict[str, Any]) -> dict[str, float]:
 
 def plot(result: dict[str, Any], path: str | os.PathLike) -> None:
     """Mean |Δ log X| per X_a bin with 95% CIs, translations vs random pairs (PNG)."""
-    import matplotlib
+    from crossalign.extras import require
 
+    matplotlib = require("matplotlib", "plots", "the cooc-compare figure")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -63,8 +63,9 @@ def _conf_path(root: Path, module: BibleModule) -> Path | None:
 
 def _open_bible(root: Path, module: BibleModule) -> Any:
     """A pysword Bible for ``module`` under ``root``; raises if its package is not installed."""
-    from pysword.modules import SwordModules
+    from crossalign.extras import require
 
+    SwordModules = require("pysword.modules", "bible", "crossalign data bible").SwordModules
     if _conf_path(root, module) is None:
         raise missing_package(module.package, root / "mods.d" / f"{module.name}.conf")
     modules = SwordModules(str(root))

@@ -302,10 +302,9 @@ class Sentence:
 def load_spacy(parse: bool):
     """spaCy's English pipeline: the full parser (``parse``) or a blank tokenizer with a
     rule-based sentencizer."""
-    try:
-        import spacy
-    except ImportError:
-        raise CrossalignError("derived languages need spaCy: pip install spacy") from None
+    from crossalign.extras import require
+
+    spacy = require("spacy", "derive", "a derived language")
     if not parse:
         nlp = spacy.blank("en")
         nlp.add_pipe("sentencizer")
@@ -315,7 +314,7 @@ def load_spacy(parse: bool):
     except OSError:
         raise CrossalignError(
             f"the syntax transform needs spaCy's English pipeline: pip install "
-            f"{SPACY_MODEL.replace('_', '-')}"
+            f"'crossalign[derive]' (or {SPACY_MODEL.replace('_', '-')})"
         ) from None
 
 

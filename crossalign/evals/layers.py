@@ -99,8 +99,9 @@ def layer_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
 def plot_layers(rows: Sequence[dict[str, float]], path: str | Path, title: str = "") -> None:
     """A PNG with three panels over the layers: BLI precision at 1 and 5 (csls_knn_10) and at
     1 (nn), mean cosine, RSIM (atomic)."""
-    import matplotlib
+    from crossalign.extras import require
 
+    matplotlib = require("matplotlib", "plots", "the per-layer figure")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

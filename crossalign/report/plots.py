@@ -34,7 +34,9 @@ def slug(text: str, limit: int = 60) -> str:
 
 
 def _axes(panels: int, width: float, height: float) -> tuple[Any, list[Any]]:
-    from matplotlib.figure import Figure
+    from crossalign.extras import require
+
+    Figure = require("matplotlib.figure", "plots", "a report's figures").Figure
 
     cols = min(panels, 3)
     rows = math.ceil(panels / cols)
