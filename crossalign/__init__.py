@@ -11,9 +11,10 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from crossalign.align.api import Aligner
     from crossalign.align.words import Alignment, Link
+    from crossalign.api import evaluate, induce_dictionary
     from crossalign.config import RunConfig
 
-__all__ = ["Aligner", "Alignment", "Link", "__version__", "train"]
+__all__ = ["Aligner", "Alignment", "Link", "__version__", "evaluate", "induce_dictionary", "train"]
 
 
 def train(
@@ -45,12 +46,17 @@ def train(
 
 
 def __getattr__(name: str) -> Any:
-    """``crossalign.Aligner``, ``Link`` and ``Alignment``, imported on first use so that
-    ``import crossalign`` (and the CLI's startup) loads no torch."""
+    """``crossalign.Aligner``, ``Link``, ``Alignment``, ``evaluate`` and ``induce_dictionary``,
+    imported on first use so that ``import crossalign`` (and the CLI's startup) loads no
+    torch."""
     if name == "Aligner":
         from crossalign.align.api import Aligner
 
         return Aligner
+    if name in ("evaluate", "induce_dictionary"):
+        from crossalign import api
+
+        return getattr(api, name)
     if name in ("Alignment", "Link"):
         from crossalign.align import words
 

@@ -41,13 +41,17 @@ class TokenDictionary:
         out[self.src_ids] = self.tgt_ids
         return out
 
-    def lines(self, tokenizer: PreTrainedTokenizerBase) -> list[str]:
-        """MUSE lines ``src tgt score`` (token strings as the vocabulary writes them), best
-        score first."""
+    def pairs(self, tokenizer: PreTrainedTokenizerBase) -> list[tuple[str, str, float]]:
+        """(source token, target token, CSLS score), token strings as the vocabulary writes
+        them, best score first."""
         order = self.scores.argsort(descending=True)
         src = tokenizer.convert_ids_to_tokens(self.src_ids[order].tolist())
         tgt = tokenizer.convert_ids_to_tokens(self.tgt_ids[order].tolist())
-        return [f"{s} {t} {x:.4f}" for s, t, x in zip(src, tgt, self.scores[order].tolist())]
+        return list(zip(src, tgt, self.scores[order].tolist()))
+
+    def lines(self, tokenizer: PreTrainedTokenizerBase) -> list[str]:
+        """MUSE lines ``src tgt score`` of ``pairs``, best score first."""
+        return [f"{s} {t} {x:.4f}" for s, t, x in self.pairs(tokenizer)]
 
 
 def induce(

@@ -249,3 +249,40 @@ def test_eval_retrieval_identity_and_corpus(trained, tmp_path):
         == 0
     )
     assert 0 <= json.loads(out.read_text())["acc_src_tgt"] <= 1
+
+
+def test_python_shortcuts_equal_the_commands(trained, gold, tmp_path):
+    """``crossalign.induce_dictionary`` returns the pairs ``induce-dict`` writes and
+    ``crossalign.evaluate`` the metrics ``crossalign eval`` records (writing no record)."""
+    import crossalign
+
+    model = str(trained / "model")
+    out = tmp_path / "en-es.txt"
+    options = ["--threshold", "1", "--other-max", "0", "--src-text", str(EN), "--tgt-text", str(ES)]
+    assert (
+        main(
+            [
+                "induce-dict",
+                "--model",
+                model,
+                "--src",
+                "en",
+                "--tgt",
+                "es",
+                *options,
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    pairs = crossalign.induce_dictionary(
+        model, "en", "es", threshold=1, other_max=0, src_text=[str(EN)], tgt_text=[str(ES)]
+    )
+    assert [f"{s} {t} {x:.4f}" for s, t, x in pairs] == out.read_text().splitlines()
+
+    results = tmp_path / "results.jsonl"
+    assert run_eval(["bli", "--model", model, "--dict", str(gold), "--results", str(results)]) == 0
+    (record,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert crossalign.evaluate("bli", model, dict=str(gold)) == record["metrics"]
+    assert results.read_text().count("\n") == 1  # the shortcut wrote no record
