@@ -57,6 +57,11 @@ class StudyRun:
     seeds: list[int] | None = None
     """Its own seeds instead of the study's, e.g. ``[0]`` for a starting model that the other
     runs continue from (``model.path: "{out}/runs/base/model"``; list it first)."""
+    model: str | None = None
+    """A model evaluated as it is, not trained (instead of ``config``/``inline``): e.g. the
+    pretrained model the other runs continue from, so the report shows what training changed.
+    It is evaluated once (its ``seeds``, else the study's first seed); its run directory gets
+    a ``config.yaml`` naming it (``train.steps: 0``) and its records."""
 
 
 @dataclass
@@ -149,6 +154,13 @@ class PlannedRun:
     run_dir: Path
     config_path: Path
     overrides: list[str]
+    model: Path | None = None
+    """The model a ``model`` run evaluates as it is (None: the run trains ``RUN_DIR/model``)."""
+
+    @property
+    def model_dir(self) -> Path:
+        """The model its evaluations measure."""
+        return self.model if self.model is not None else self.run_dir / "model"
 
 
 def merge(base: Any, change: Any) -> Any:
@@ -226,8 +238,12 @@ def _check(study: Study, path: Path) -> None:
     if twice:
         raise CrossalignError(f"{path}: run name '{twice[0]}' is used twice; names must differ")
     for r in study.runs:
-        if r.config is None and not r.inline:
-            raise CrossalignError(f"{path}: run '{r.name}' needs 'config' (a file) or 'inline'")
+        given = [k for k in ("config", "inline", "model") if getattr(r, k)]
+        if len(given) != 1:
+            raise CrossalignError(
+                f"{path}: run '{r.name}' needs one of 'config' (a file), 'inline' or 'model' "
+                f"(a model evaluated as it is), got {' and '.join(given) or 'none'}"
+            )
         if r.seeds is not None and not r.seeds:
             raise CrossalignError(f"{path}: run '{r.name}' has empty 'seeds'; give one or drop it")
     fields = set(VARIABLE.findall(study.run_dir))
@@ -281,7 +297,7 @@ def plan(study: Study) -> list[PlannedRun]:
         if study.derive is not None:
             base["derived"] = substitute(study.derive.out, base, "derive.out")
         for seed, run in itertools.product(every_seed, study.runs):
-            seeds = study.seeds if run.seeds is None else run.seeds
+            seeds = run.seeds or (study.seeds[:1] if run.model else study.seeds)
             if seed in seeds:
                 variables = {**base, "run": run.name, "seed": seed}
                 run_dir = Path(substitute(study.run_dir, variables, "run_dir"))
@@ -296,6 +312,7 @@ def plan(study: Study) -> list[PlannedRun]:
                     f"run_dir={run_dir}",
                     f"train.seed={seed}",
                 ]
+                model = substitute(run.model, variables, f"runs.{run.name}.model")
                 planned.append(
                     PlannedRun(
                         name=run.name,
@@ -305,6 +322,7 @@ def plan(study: Study) -> list[PlannedRun]:
                         run_dir=run_dir,
                         config_path=Path(study.out) / "configs" / f"{stem}{suffix}.yaml",
                         overrides=overrides,
+                        model=None if model is None else Path(model),
                     )
                 )
     return planned
@@ -443,20 +461,38 @@ def ensure_trained(cfg: RunConfig, label: str) -> Path:
     return Path(cfg.run_dir)
 
 
+def ensure_as_is(run: PlannedRun) -> None:
+    """The run directory of a ``model`` run: its ``config.yaml`` names the model and
+    ``train.steps: 0`` (so a report tells it from the trained runs); a missing model is an
+    error naming the run."""
+    from crossalign.checkpoint import CONFIG
+    from crossalign.fileio import write_text_atomic
+
+    assert run.model is not None
+    if not run.model.exists():
+        raise CrossalignError(
+            f"study run '{run.name}': model {run.model} does not exist; create it first or "
+            f"fix the run's 'model'"
+        )
+    config = {"model": {"path": str(run.model)}, "train": {"steps": 0}}
+    write_text_atomic(run.run_dir / CONFIG, yaml.safe_dump(config, sort_keys=False))
+
+
 def ensure_evaluated(
-    run_dir: Path, evaluation: Evaluation, opts: Any, spec_label: str | None, label: str
+    run: PlannedRun, evaluation: Evaluation, opts: Any, spec_label: str | None, label: str
 ) -> ResultRecord:
     """The record of ``evaluation`` with built options ``opts`` (and record label
     ``spec_label``) on the run's model: read from ``RUN/results.jsonl`` when the same
-    measurement is there, else measured and appended."""
-    from crossalign.evals.results import find_record, read_results, run_evaluation
+    measurement is there, else measured and appended there."""
+    from crossalign.evals.results import RESULTS, find_record, read_results, run_evaluation
 
-    model = run_dir / "model"
-    found = find_record(read_results(run_dir), evaluation, model, opts, spec_label)
+    found = find_record(read_results(run.run_dir), evaluation, run.model_dir, opts, spec_label)
     if found is not None:
         return found
     print(f"== evaluating {label}: {spec_label or evaluation.name}")
-    record, _ = run_evaluation(evaluation, model, opts, label=spec_label)
+    record, _ = run_evaluation(
+        evaluation, run.model_dir, opts, results=run.run_dir / RESULTS, label=spec_label
+    )
     return record
 
 
@@ -494,7 +530,7 @@ def correlation_section(study: Study, result: StudyResult) -> str:
 
 
 def describe_plan(
-    checked: Sequence[tuple[PlannedRun, RunConfig, list]],
+    checked: Sequence[tuple[PlannedRun, RunConfig | None, list]],
     steps: Sequence[PreparedStep],
     ledger: Path,
     derives: Mapping[Path, Any],
@@ -512,14 +548,15 @@ def describe_plan(
         state = "made" if is_made(step, ledger) else "to run"
         lines.append(f"prepare  {state:7} crossalign {step.command}")
     for run, cfg, evals in checked:
-        state = run_state(cfg)
-        records = read_results(run.run_dir) if state == "done" else []
+        state = "as is" if cfg is None else run_state(cfg)
+        records = read_results(run.run_dir) if state in ("done", "as is") else []
         todo = sum(
-            find_record(records, evaluation, run.run_dir / "model", opts, label) is None
+            find_record(records, evaluation, run.model_dir, opts, label) is None
             for evaluation, opts, label in evals
         )
+        steps = 0 if cfg is None else cfg.train.steps
         lines.append(
-            f"run      {state:7} {run.run_dir}  ({cfg.train.steps} steps; "
+            f"run      {state:7} {run.run_dir}  ({steps} steps; "
             f"{todo} of {len(evals)} evaluations to run)"
         )
     return "\n".join(lines)
@@ -557,7 +594,7 @@ def run_compare(study: Study, *, report: bool = True, dry_run: bool = False) -> 
                 steps[step.creates] = step
                 mine.append(step)
         cell_steps.append(mine)
-        cfg = load_config(write_run_config(study, run), run.overrides)
+        cfg = None if run.model else load_config(write_run_config(study, run), run.overrides)
         evals = []
         for spec in study.evaluations:
             evaluation = evaluations().get(spec.eval)
@@ -578,9 +615,12 @@ def run_compare(study: Study, *, report: bool = True, dry_run: bool = False) -> 
         for step in mine:
             ensure_prepared(step, ledger)
         label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
-        ensure_trained(cfg, label)
+        if cfg is None:
+            ensure_as_is(run)
+        else:
+            ensure_trained(cfg, label)
         records[run.run_dir] = [
-            ensure_evaluated(run.run_dir, evaluation, opts, spec_label, label)
+            ensure_evaluated(run, evaluation, opts, spec_label, label)
             for evaluation, opts, spec_label in evals
         ]
     result = StudyResult(runs=runs, records=records, report=None)

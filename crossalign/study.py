@@ -206,7 +206,7 @@ def run_study(
     transforms: Sequence[str],
     budget: dict[str, Any],
     finetune,
-    task: str = "pos",
+    task: str = "pos-silver",
     download: bool = False,
     overrides: Sequence[str] = (),
     seed: int = 0,

@@ -109,6 +109,13 @@ def _help_dir(root: Path, lang: str) -> Path:
     return text_dir
 
 
+def help_pages(root: str | Path = HELP_ROOT, lang: str = ENGLISH) -> tuple[Path, list[Path]]:
+    """(``root/<lang>/text``, its ``*.html`` pages relative to it, sorted); raises naming the
+    package when it is missing."""
+    text_dir = _help_dir(Path(root), lang)
+    return text_dir, sorted(p.relative_to(text_dir) for p in text_dir.rglob("*.html"))
+
+
 def page_pairs(
     page: Path, en_dir: Path, lang_dirs: dict[str, Path]
 ) -> dict[str, list[tuple[str, str]]]:
@@ -131,9 +138,8 @@ def libreoffice_pairs(
 ) -> dict[str, list[tuple[str, str]]]:
     """``{lang: [(english, translation), ...]}`` for each of ``langs``, filtered, in page order."""
     root = Path(root)
-    en_dir = _help_dir(root, ENGLISH)
+    en_dir, pages = help_pages(root, ENGLISH)
     lang_dirs = {lang: _help_dir(root, lang) for lang in langs}
-    pages = sorted(p.relative_to(en_dir) for p in en_dir.rglob("*.html"))
     pairs: dict[str, list[tuple[str, str]]] = {lang: [] for lang in langs}
     for page in tqdm(pages, desc="help pages", unit="page", disable=None):
         for lang, page_result in page_pairs(page, en_dir, lang_dirs).items():

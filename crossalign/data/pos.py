@@ -149,6 +149,12 @@ def pos_splits(sdist: Path, seed: int = 0, n_test: int = 2000) -> dict[str, Tagg
         for name, tagged in load_penn(sdist).items()
         for words, tags in tagged
     ]
+    return seeded_split(sentences, seed, n_test)
+
+
+def seeded_split(sentences: Tagged, seed: int, n_test: int) -> dict[str, Tagged]:
+    """A seeded ``n_test`` of ``sentences`` for ``test``, the rest ``train``, each in corpus
+    order."""
     idx = list(range(len(sentences)))
     random.Random(seed).shuffle(idx)
     test = sorted(idx[:n_test])

@@ -58,10 +58,19 @@ def _load_pos(download: bool, seed: int) -> dict[str, Tagged]:
     return pos_splits(fetch_sdist(download), seed)
 
 
+def _load_pos_silver(download: bool, seed: int) -> dict[str, Tagged]:
+    """The spaCy-tagged LibreOffice help sentences (``download`` is not needed: the pages come
+    from a Debian package)."""
+    from crossalign.data.pos_silver import pos_silver_splits
+
+    return pos_silver_splits(seed)
+
+
 def _register_pos() -> None:
     from crossalign.data.pos import UPOS
 
     TASKS.register("pos")(TokenTask("pos", tuple(UPOS), _load_pos))
+    TASKS.register("pos-silver")(TokenTask("pos-silver", tuple(UPOS), _load_pos_silver))
 
 
 _register_pos()
@@ -248,7 +257,7 @@ def split_off_valid(train: Tagged, n_valid: int, seed: int) -> tuple[Tagged, Tag
 def evaluate_transfer(
     model_dir: str | Path,
     derived_dir: str | Path,
-    task: str = "pos",
+    task: str = "pos-silver",
     cfg: FinetuneConfig | None = None,
     download: bool = False,
     split: str = "test",

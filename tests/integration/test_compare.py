@@ -230,3 +230,45 @@ def test_a_bad_prepare_step_is_refused_before_any_work(tmp_path, capsys):
     path = _study(tmp_path, runs=[{"name": "a", "seeds": [], "inline": {"model": {}}}])
     assert main(["compare", str(path)]) == 2
     assert "run 'a' has empty 'seeds'" in capsys.readouterr().err
+
+
+def test_a_model_run_is_evaluated_as_it_is(tmp_path, capsys):
+    """A ``model`` run (the starting model of the others) is not trained: it is evaluated
+    once, its records go to its run directory, the report shows it beside the trained runs,
+    and a second call measures nothing again."""
+    inline = yaml.safe_load(_study(tmp_path).read_text())["runs"][0]["inline"]
+    base = tmp_path / "study" / "runs" / "base" / "model"
+    retrieval = {"eval": "retrieval", "options": {"src_file": str(EN), "tgt_file": str(ES)}}
+    path = _study(
+        tmp_path,
+        seeds=[0],
+        runs=[{"name": "base", "inline": inline},
+              {"name": "start", "model": "{out}/runs/base/model"},
+              {"name": "cont", "inline": {**inline, "model": {"path": "{out}/runs/base/model"}}}],
+        evaluations=[retrieval],
+    )  # fmt: skip
+    capsys.readouterr()
+    assert main(["compare", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("== pre-training") == 2 and printed.count("== evaluating") == 3
+    start = tmp_path / "study" / "runs" / "start"
+    assert not (start / "model").exists() and not (start / "seed-0").exists()
+    assert yaml.safe_load((start / "config.yaml").read_text())["train"]["steps"] == 0
+    (record,) = [json.loads(line) for line in (start / "results.jsonl").read_text().splitlines()]
+    assert record["model"]["path"] == str(base.resolve())
+    assert not (base / "results.jsonl").exists()
+    report = (tmp_path / "study" / "report" / "report.md").read_text()
+    assert "| start |" in report
+    assert main(["compare", str(path), "--dry-run"]) == 0
+    assert f"run      as is   {start}  (0 steps; 0 of 1" in capsys.readouterr().out
+    assert main(["compare", str(path), "--no-report"]) == 0
+    assert "== evaluating" not in capsys.readouterr().out
+
+
+def test_a_model_run_must_name_one_source(tmp_path, capsys):
+    path = _study(tmp_path, runs=[{"name": "start", "model": "m", "config": "c.yaml"}])
+    assert main(["compare", str(path)]) == 2
+    assert "needs one of 'config' (a file), 'inline' or 'model'" in capsys.readouterr().err
+    path = _study(tmp_path, runs=[{"name": "start", "model": str(tmp_path / "none")}])
+    assert main(["compare", str(path), "--no-report"]) == 2
+    assert "model " + str(tmp_path / "none") + " does not exist" in capsys.readouterr().err
