@@ -689,17 +689,20 @@ def _apply_changed_settings(
         lrs = [tc.lr * f(scheduler.last_epoch) for f in scheduler.lr_lambdas]
         for group, lr in zip(optimizer.param_groups, lrs):
             group["initial_lr"], group["lr"] = tc.lr, lr
-        scheduler._last_lr = lrs
+        scheduler._last_lr = lrs  # get_last_lr() reads it; torch has no public setter
 
 
 def _grad_norm(accelerator: Accelerator, module: nn.Module, max_norm: float) -> torch.Tensor:
-    """The global gradient norm, clipped to ``max_norm`` when that is > 0."""
-    if max_norm > 0:
-        norm = accelerator.clip_grad_norm_(module.parameters(), max_norm)
-        if norm is not None:
-            return norm
-    norms = [torch.linalg.vector_norm(p.grad) for p in module.parameters() if p.grad is not None]
-    return torch.linalg.vector_norm(torch.stack(norms)) if norms else torch.zeros(())
+    """The global gradient norm (fp16 gradients unscaled first), the gradient clipped to
+    ``max_norm`` when that is > 0. accelerate computes it (over the shards under FSDP); with
+    no clipping the gradient is multiplied by exactly 1, so the step is unchanged."""
+    norm = accelerator.clip_grad_norm_(module.parameters(), max_norm if max_norm > 0 else math.inf)
+    if norm is not None:
+        return norm
+    # DeepSpeed without an engine gives no norm: this process's gradients
+    return torch.nn.utils.get_total_norm(
+        [p.grad for p in module.parameters() if p.grad is not None]
+    )
 
 
 def _out_of_memory(

@@ -6,8 +6,8 @@ dictionary: among b1 ∈ D(a1), b2 ∈ D(a2), the pair most often adjacent (in e
 language b's text. For each translated phrase we take |log X_a − log X_b|, with X_a =
 X[a1, a2] and X_b = X[b1, b2] on one scale (the language normalisation of the build,
 ``normalised_counts``), and the same difference against a random adjacent pair of language
-b. Statistics are given per bin of X_a (decades), with 95% confidence intervals of the mean
-(mean ± 1.96 · sd / √n).
+b. Statistics are given per bin of X_a (decades), with 95% Student-t confidence intervals of
+the mean (``crossalign.stats.t_interval``; a bin of one phrase has none).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from crossalign.cooc.matrix import CoocMatrix
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import EvalOutput
 from crossalign.fileio import atomic_path, write_json_atomic
+from crossalign.stats import t_interval
 
 if TYPE_CHECKING:
     from crossalign.evals.options import CoocCompareOptions
@@ -125,15 +126,11 @@ def normalised_counts(
     return c_ref / info["tokens"] / info["scale"]
 
 
-def mean_ci(values: np.ndarray) -> tuple[float, float, float]:
-    """(mean, lower, upper) of the 95% normal-approximation confidence interval of the mean;
-    a single value has a zero-width interval, none gives NaN."""
-    n = len(values)
-    if n == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(values.mean())
-    half = 1.96 * float(values.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
-    return mean, mean - half, mean + half
+def mean_and_interval(values: np.ndarray) -> dict[str, Any]:
+    """``{"mean", "ci95": [lower, upper]}`` of ``values`` (at least one), the interval the 95%
+    Student-t interval of the mean (``t_interval``); ``ci95`` is None for a single value."""
+    mean, half = t_interval(values.tolist())
+    return {"mean": mean, "ci95": None if half is None else [mean - half, mean + half]}
 
 
 def binned_statistics(
@@ -147,14 +144,12 @@ def binned_statistics(
         sel = decade == k
         if not sel.any():
             continue
-        m, lo, hi = mean_ci(diff[sel])
-        rm, rlo, rhi = mean_ci(diff_random[sel])
         rows.append(
             {
                 "bin": [10.0**k, 10.0 ** (k + 1)],
                 "n": int(sel.sum()),
-                "translated": {"mean": m, "ci95": [lo, hi]},
-                "random": {"mean": rm, "ci95": [rlo, rhi]},
+                "translated": mean_and_interval(diff[sel]),
+                "random": mean_and_interval(diff_random[sel]),
             }
         )
     return rows
@@ -207,16 +202,14 @@ def compare_phrases(
     diff = np.abs(np.log(x_a) - np.log(x_b))
     diff_random = np.abs(np.log(x_a) - np.log(x_random))
     order = np.argsort(-x_a, kind="stable")
-    m, lo, hi = mean_ci(diff)
-    rm, rlo, rhi = mean_ci(diff_random)
     return {
         "languages": [lang_a, lang_b],
         "phrases": len(phrases),
         "dropped_zero_counts": int((~keep).sum()),
         "random_pool": int(len(pool_ok)),
         "overall": {
-            "translated": {"mean": m, "ci95": [lo, hi]},
-            "random": {"mean": rm, "ci95": [rlo, rhi]},
+            "translated": mean_and_interval(diff),
+            "random": mean_and_interval(diff_random),
         },
         "bins": binned_statistics(x_a, diff, diff_random),
         "examples": [
@@ -240,8 +233,8 @@ def compare_metrics(result: dict[str, Any]) -> dict[str, float]:
     def row(n: int, stats: dict[str, Any]) -> dict[str, float]:
         out: dict[str, float] = {"n": n}
         for key in ("translated", "random"):
-            mean, (lo, hi) = stats[key]["mean"], stats[key]["ci95"]
-            out[key], out[f"{key}_ci95"] = mean, (hi - lo) / 2
+            mean, ci = stats[key]["mean"], stats[key]["ci95"]
+            out[key], out[f"{key}_ci95"] = mean, math.nan if ci is None else (ci[1] - ci[0]) / 2
         return out
 
     metrics = row(result["phrases"], result["overall"])
@@ -268,8 +261,8 @@ def plot(result: dict[str, Any], path: str | os.PathLike) -> None:
         (0.1, "random", "random pair"),
     ):
         means = np.array([b[key]["mean"] for b in bins])
-        lo = np.array([b[key]["ci95"][0] for b in bins])
-        hi = np.array([b[key]["ci95"][1] for b in bins])
+        lo = np.array([b[key]["ci95"][0] if b[key]["ci95"] else np.nan for b in bins])
+        hi = np.array([b[key]["ci95"][1] if b[key]["ci95"] else np.nan for b in bins])
         ax.errorbar(
             x + offset, means, yerr=[means - lo, hi - means], fmt="o-", capsize=3, label=label
         )

@@ -3,8 +3,6 @@ cached store (``crossalign.data.store``), and view it as packed blocks and sente
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -14,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock
 from transformers import PreTrainedTokenizerBase
 
 from crossalign.config import DataConfig, RunConfig
@@ -161,19 +160,6 @@ def default_cache_dir() -> Path:
     return Path(base) / "crossalign" / "stores"
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    """An exclusive OS lock on ``path`` (released when the process dies): one builder at a
-    time per store, the others wait and then find it built."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def cached_store(
     sources: Sources,
     tokenizer: PreTrainedTokenizerBase,
@@ -188,7 +174,10 @@ def cached_store(
     key = store_key(listed, tokenizer)
     root = Path(cache_dir) if cache_dir else default_cache_dir()
     out = root / key
-    with _locked(root / f"{key}.lock"):
+    root.mkdir(parents=True, exist_ok=True)
+    # An exclusive OS lock (fcntl.flock on POSIX, released if the process dies): one builder
+    # per key at a time; the others wait, then find the store built.
+    with FileLock(root / f"{key}.lock"):
         if not (out / "store.json").is_file() or missing_shards(out):
             build_store(listed, tokenizer, out, key, num_proc=num_proc, progress=progress)
     return out

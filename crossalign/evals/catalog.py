@@ -170,6 +170,7 @@ _register(
         },
         run="crossalign.cooc.compare:evaluate_compare",
         model="none",
+        version=2,
     )
 )
 _register(

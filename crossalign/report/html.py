@@ -1,18 +1,25 @@
 """``report.html``: the report's Markdown as one self-contained page (figures inlined as
 base64 ``data:`` URIs, the style inline; nothing is fetched from elsewhere).
 
-It reads the Markdown the report writes, which is also what an extra section may use:
-``#`` headings, paragraphs, pipe tables (with their alignment row), ``-`` lists, fenced code
-blocks, an image alone on its line (a file under the report directory), ``**bold**``,
-`` `code` `` and backslash escapes."""
+The Markdown (the report's, and any extra section's) is CommonMark with GitHub pipe tables,
+parsed by markdown-it-py with raw HTML and links off (``<`` and ``[text](url)`` are text).
+Every image must be a file under the report directory; an image alone in its paragraph
+becomes a ``<figure>`` captioned by its alt text."""
 
 from __future__ import annotations
 
 import base64
 import html
 import mimetypes
-import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import OptionsDict
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em;
@@ -41,121 +48,46 @@ TEMPLATE = """<!DOCTYPE html>
 </html>
 """
 
-_INLINE = re.compile(r"\\([\\`*|\[\]_#!-])|\*\*(.+?)\*\*|`([^`]+)`")
-_HEADING = re.compile(r"(#{1,6})\s+(.*)")
-_IMAGE = re.compile(r"!\[(.*)\]\(([^)\s]+)\)")
-_ALIGN = {(True, False): "left", (False, True): "right", (True, True): "center"}
 
-
-def inline(text: str) -> str:
-    """One line of Markdown text as HTML: escapes, ``**bold**``, `` `code` ``."""
-    out, pos = [], 0
-    for m in _INLINE.finditer(text):
-        out.append(html.escape(text[pos : m.start()]))
-        if m.group(1) is not None:
-            out.append(html.escape(m.group(1)))
-        elif m.group(2) is not None:
-            out.append(f"<strong>{inline(m.group(2))}</strong>")
-        else:
-            out.append(f"<code>{html.escape(m.group(3))}</code>")
-        pos = m.end()
-    out.append(html.escape(text[pos:]))
-    return "".join(out)
-
-
-def _cells(line: str) -> list[str]:
-    line = line.strip()
-    line = line[1:] if line.startswith("|") else line
-    if line.endswith("|") and not line.endswith("\\|"):
-        line = line[:-1]
-    return [c.strip() for c in re.split(r"(?<!\\)\|", line)]
-
-
-def _table(lines: list[str]) -> str:
-    rows = [_cells(line) for line in lines]
-    aligns: list[str | None] = []
-    if len(rows) > 1 and all(re.fullmatch(r":?-+:?", c) for c in rows[1]):
-        aligns = [_ALIGN.get((c.startswith(":"), c.endswith(":"))) for c in rows[1]]
-        rows = [rows[0]] + rows[2:]
-
-    def row(cells: list[str], tag: str) -> str:
-        out = []
-        for i, cell in enumerate(cells):
-            align = aligns[i] if i < len(aligns) else None
-            style = f' style="text-align: {align}"' if align else ""
-            out.append(f"<{tag}{style}>{inline(cell)}</{tag}>")
-        return "<tr>" + "".join(out) + "</tr>"
-
-    body = "\n".join(row(cells, "td") for cells in rows[1:])
-    return f"<table>\n<thead>{row(rows[0], 'th')}</thead>\n<tbody>\n{body}\n</tbody>\n</table>"
-
-
-def _figure(alt: str, src: str, base: Path) -> str:
-    """An image file under ``base`` as an inlined ``<figure>``; any other source is a
+def data_uri(src: str, base: Path) -> str:
+    """The file ``src`` under ``base`` as a base64 ``data:`` URI; any other source is a
     programming error (the page fetches nothing)."""
     root = base.resolve()
-    path = (root / src).resolve()
+    path = (root / unquote(src)).resolve()
     if not path.is_file() or not path.is_relative_to(root):
         raise ValueError(f"image {src!r} is not a file under {base}")
     mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    caption = inline(alt)
-    return (
-        f'<figure><img src="data:{mime};base64,{data}" alt="{html.escape(alt)}">'
-        f"<figcaption>{caption}</figcaption></figure>"
-    )
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
-def _starts_block(line: str) -> bool:
-    return (
-        not line
-        or line.startswith(("|", "- ", "```"))
-        or bool(_HEADING.fullmatch(line) or _IMAGE.fullmatch(line))
-    )
+def _image(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
+) -> str:
+    """markdown-it's ``<img>``, followed by a ``<figcaption>`` for a figure's image."""
+    img = self.image(tokens, idx, options, env)
+    if not tokens[idx].meta.get("figure"):
+        return img
+    caption = self.renderInline(tokens[idx].children or [], options, env)
+    return f"{img}<figcaption>{caption}</figcaption>"
+
+
+MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table").disable(["link", "autolink"])
+MARKDOWN.add_render_rule("image", _image)
 
 
 def body(markdown: str, base: Path) -> str:
-    """The HTML of ``markdown``, images read from files under ``base``."""
-    lines = [line.rstrip() for line in markdown.splitlines()]
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i].strip()
-        if not line:
-            i += 1
-            continue
-        if line.startswith("```"):
-            end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
-            end = len(lines) if end is None else end
-            out.append(f"<pre><code>{html.escape(chr(10).join(lines[i + 1 : end]))}</code></pre>")
-            i = end + 1
-            continue
-        if heading := _HEADING.fullmatch(line):
-            level = len(heading.group(1))
-            out.append(f"<h{level}>{inline(heading.group(2))}</h{level}>")
-            i += 1
-            continue
-        if image := _IMAGE.fullmatch(line):
-            out.append(_figure(image.group(1), image.group(2), base))
-            i += 1
-            continue
-        start = i
-        if line.startswith(("|", "- ")):
-            marker = "|" if line.startswith("|") else "- "
-            while i < len(lines) and lines[i].strip().startswith(marker):
-                i += 1
-            block = [s.strip() for s in lines[start:i]]
-            if marker == "|":
-                out.append(_table(block))
-            else:
-                items = "".join(f"<li>{inline(s[2:])}</li>" for s in block)
-                out.append(f"<ul>{items}</ul>")
-            continue
-        i += 1
-        while i < len(lines) and not _starts_block(lines[i].strip()):
-            i += 1
-        out.append("<p>" + inline(" ".join(s.strip() for s in lines[start:i])) + "</p>")
-    return "\n".join(out)
+    """The HTML of ``markdown``: markdown-it's rendering, each image's ``src`` replaced by
+    the ``data:`` URI of its file under ``base``, a lone image in a paragraph a figure."""
+    tokens = MARKDOWN.parse(markdown)
+    for i, token in enumerate(tokens):
+        for child in token.children or []:
+            if child.type == "image":
+                child.attrSet("src", data_uri(str(child.attrGet("src")), base))
+        children, parent = token.children or [], tokens[i - 1]
+        if [c.type for c in children] == ["image"] and parent.tag == "p" and not parent.hidden:
+            parent.tag = tokens[i + 1].tag = "figure"
+            children[0].meta["figure"] = True
+    return MARKDOWN.renderer.render(tokens, MARKDOWN.options, {})
 
 
 def render(markdown: str, base: Path, title: str) -> str:

@@ -3,6 +3,7 @@ differences, figures, a self-contained HTML page, and clear errors for bad run d
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,11 +11,12 @@ from pathlib import Path
 import pytest
 import scipy.stats
 import yaml
+from markdown_it import MarkdownIt
 
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Evaluation, Metric
 from crossalign.fileio import append_jsonl
-from crossalign.report import markdown, plots, write_report
+from crossalign.report import html, markdown, plots, write_report
 from crossalign.stats import t_interval
 
 
@@ -265,7 +267,7 @@ def test_per_layer_figure_and_curves_inlined_in_a_self_contained_page(tmp_path):
     html = paths.html.read_text()
     assert html.count('<img src="data:image/png;base64,') == 4
     assert 'src="http' not in html and "<script" not in html and "<link" not in html
-    assert "<title>Layers</title>" in html and '<td style="text-align: right">layer 4</td>' in html
+    assert "<title>Layers</title>" in html and '<td style="text-align:right">layer 4</td>' in html
 
 
 def test_extra_sections_are_appended_and_rendered(tmp_path):
@@ -274,8 +276,32 @@ def test_extra_sections_are_appended_and_rendered(tmp_path):
     paths = write_report([run], tmp_path / "r", extra_sections=[("Correlations", body)])
     assert paths.markdown.read_text().endswith(f"## Correlations\n\n{body}\n")
     html = paths.html.read_text()
-    assert '<td style="text-align: right"><strong>0.81</strong></td>' in html
+    assert '<td style="text-align:right"><strong>0.81</strong></td>' in html
     assert "<li>one <code>item</code></li>" in html
+
+
+def test_html_is_markdown_its_rendering_with_images_inlined(tmp_path):
+    png = b"\x89PNG\r\n\x1a\n not really a picture"
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "a.png").write_bytes(png)
+    page = (
+        "# T <script>\n\nSome *emphasis*, **bold *nested***, a [link](x.md).\n\n"
+        "1. first\n2. second\n\n| a | b |\n|---|--:|\n| x \\| y | 1 |\n\n"
+        "![a *plot*](figures/a.png)\n\ninline ![i](figures/a.png) image\n"
+    )
+    uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    parser = MarkdownIt("commonmark", {"html": False}).enable("table")
+    want = parser.disable(["link", "autolink"]).render(page)
+    want = want.replace('src="figures/a.png"', f'src="{uri}"')
+    lone = f'<p><img src="{uri}" alt="a plot" /></p>'
+    assert lone in want and "<em>emphasis</em>" in want and "<td>x | y</td>" in want
+    figure = f'<figure><img src="{uri}" alt="a plot" /><figcaption>a <em>plot</em></figcaption>'
+    assert html.body(page, tmp_path) == want.replace(lone, figure + "</figure>")
+    assert "&lt;script&gt;" in want and "a [link](x.md)." in want and "<a " not in want
+    with pytest.raises(ValueError, match="not a file under"):
+        html.body("![gone](figures/gone.png)", tmp_path)
+    with pytest.raises(ValueError, match="not a file under"):
+        html.body("![far](https://example.org/a.png)", tmp_path)
 
 
 def test_a_half_written_last_line_is_dropped(tmp_path, capsys):

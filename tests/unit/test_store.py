@@ -643,3 +643,51 @@ def test_tokenizer_sample_skips_blank_lines(files):
     for line in Path(files["tsv"]).read_text(encoding="utf-8").splitlines():
         allowed.update(side.strip() for side in line.split("\t", 1))
     assert sample and all(line and line in allowed for line in sample)
+
+
+CACHE_WORKER = """
+import sys
+import time
+from pathlib import Path
+from crossalign.data import prepare
+from crossalign.data.tokenizer import load_tokenizer
+
+tok, en, es, cache, marker, me, other = sys.argv[1:]
+tok = load_tokenizer(tok)
+build = prepare.build_store
+
+
+def counted(*args, **kwargs):
+    with open(marker, "a") as f:
+        f.write("build\\n")
+    time.sleep(1.0)  # the other process asks for the store meanwhile
+    return build(*args, **kwargs)
+
+
+prepare.build_store = counted
+Path(me).touch()
+while not Path(other).exists():  # start together
+    time.sleep(0.01)
+sources = prepare.Sources(mono={"en": en}, parallel={"en-es": [en, es]})
+print(prepare.cached_store(sources, tok, cache, progress=False))
+"""
+
+
+def test_two_processes_asking_for_one_store_build_it_once(tmp_path, tok):
+    tok.save_pretrained(tmp_path / "tok")
+    marker, cache = tmp_path / "builds.txt", tmp_path / "cache"
+    ready = [tmp_path / f"ready{i}" for i in range(2)]
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+
+    def cmd(i: int) -> list[str]:
+        args = [str(tmp_path / "tok"), str(EN), str(ES), str(cache), str(marker)]
+        return [sys.executable, "-c", CACHE_WORKER, *args, str(ready[i]), str(ready[1 - i])]
+
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": env}
+    children = [subprocess.Popen(cmd(i), **pipes) for i in range(2)]
+    results = [child.communicate(timeout=300) for child in children]
+    for child, (_, stderr) in zip(children, results):
+        assert child.returncode == 0, stderr[-2000:]
+    assert results[0][0] == results[1][0] and Path(results[0][0].strip()).is_dir()
+    assert marker.read_text() == "build\n"
+    open_store(Path(results[0][0].strip()))
