@@ -4,6 +4,7 @@ through ``require``, which names the extra that installs it."""
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from types import ModuleType
 
 from crossalign.errors import CrossalignError
@@ -27,3 +28,12 @@ def require(module: str, extra: str, needed_by: str) -> ModuleType:
             f"{needed_by} needs {package}, which is not installed: pip install "
             f"'crossalign[{extra}]'"
         ) from None
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of the Python distribution ``distribution``, read from its
+    metadata without importing it; None when it is not installed."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None

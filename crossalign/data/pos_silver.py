@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from crossalign.data.libreoffice import (
 )
 from crossalign.data.pos import UPOS, cache_dir, seeded_split
 from crossalign.errors import CrossalignError
+from crossalign.extras import installed_version
 from crossalign.fileio import atomic_dir
 
 Tagged = list[tuple[list[str], list[str]]]
@@ -111,13 +111,6 @@ def tag_paragraphs(
     return out, dict(counts)
 
 
-def _version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def cache_key(root: str | Path = HELP_ROOT) -> dict[str, Any]:
     """What the cached sentences depend on (read without loading spaCy): ``FORMAT``, the spaCy
     and model versions, the help package version and the help root."""
@@ -125,9 +118,9 @@ def cache_key(root: str | Path = HELP_ROOT) -> dict[str, Any]:
 
     return {
         "format": FORMAT,
-        "spacy": _version("spacy"),
+        "spacy": installed_version("spacy"),
         "model": SPACY_MODEL,
-        "model_version": _version(SPACY_MODEL),
+        "model_version": installed_version(SPACY_MODEL),
         "help_package": HELP_PACKAGE,
         "help_version": package_version(HELP_PACKAGE),
         "root": str(Path(root).resolve()),

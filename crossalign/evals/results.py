@@ -10,13 +10,13 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import EvalOutput, Evaluation, evaluate, options_dict
+from crossalign.extras import installed_version
 from crossalign.fileio import append_jsonl, read_jsonl_lines
 
 RESULTS = "results.jsonl"
@@ -156,10 +156,7 @@ def versions(evaluation: Evaluation) -> dict[str, Any]:
     evaluation's version."""
     found: dict[str, Any] = {"eval": evaluation.version, "python": platform.python_version()}
     for name in PACKAGES:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = None
+        found[name] = installed_version(name)
     found["git"] = _git_commit()
     return found
 

@@ -194,7 +194,6 @@ def tagging_scores(gold: torch.Tensor, pred: torch.Tensor, num_labels: int) -> d
     }
 
 
-@torch.no_grad()
 def is_bio(labels: tuple[str, ...]) -> bool:
     """Whether a label set tags spans (``O`` and ``B-``/``I-`` prefixed labels, as NER)."""
     return all(label == "O" or label[:2] in ("B-", "I-") for label in labels)
@@ -208,6 +207,7 @@ def span_f1(gold: list[list[str]], pred: list[list[str]]) -> float:
     return 100.0 * float(f1_score(gold, pred))
 
 
+@torch.no_grad()
 def evaluate_tagging(
     model,
     test: list[tuple[list[int], list[int]]],
@@ -218,9 +218,10 @@ def evaluate_tagging(
 ) -> dict[str, float]:
     """``tagging_scores`` of a fine-tuned model on encoded sentences (first subwords), and
     ``span_f1`` (seqeval) when ``labels`` are BIO span labels."""
+    bio = is_bio(labels)
     gold = [torch.zeros(0, dtype=torch.long)]
     pred = [torch.zeros(0, dtype=torch.long)]
-    sentences: list[tuple[list[int], list[int]]] = []
+    sentences: list[tuple[list[int], list[int]]] = []  # per sentence, for span F1 only
     for batch in token_batches(test, batch_size, tokenizer, lang_id):
         gold_ids = batch.pop("labels")
         scored = gold_ids != IGNORE_INDEX
@@ -228,9 +229,12 @@ def evaluate_tagging(
         pred_ids = logits.argmax(-1).cpu()
         gold.append(gold_ids[scored])
         pred.append(pred_ids[scored])
-        sentences += [(g[m].tolist(), p[m].tolist()) for g, p, m in zip(gold_ids, pred_ids, scored)]
+        if bio:
+            sentences += [
+                (g[m].tolist(), p[m].tolist()) for g, p, m in zip(gold_ids, pred_ids, scored)
+            ]
     scores = tagging_scores(torch.cat(gold), torch.cat(pred), len(labels))
-    if is_bio(labels):
+    if bio:
         names = [[labels[i] for i in g] for g, _ in sentences]
         scores["span_f1"] = span_f1(names, [[labels[i] for i in p] for _, p in sentences])
     return scores

