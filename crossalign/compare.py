@@ -74,6 +74,9 @@ class StudyEval:
     """Its options (as ``crossalign eval NAME key=value``)."""
     label: str | None = None
     """A name for its records when one evaluation runs twice with other options."""
+    runs: list[str] | None = None
+    """The runs it measures (None: every run), e.g. BLEU on the translation models only, not
+    on the encoders they start from."""
 
 
 @dataclass
@@ -246,6 +249,13 @@ def _check(study: Study, path: Path) -> None:
             )
         if r.seeds is not None and not r.seeds:
             raise CrossalignError(f"{path}: run '{r.name}' has empty 'seeds'; give one or drop it")
+    for i, spec in enumerate(study.evaluations):
+        unknown = sorted(set(spec.runs or ()) - set(names))
+        if unknown:
+            raise CrossalignError(
+                f"{path}: evaluations.{i} ({spec.eval}) names run '{unknown[0]}', which the "
+                f"study does not have; its runs: {', '.join(names)}"
+            )
     fields = set(VARIABLE.findall(study.run_dir))
     needed = {"run", *study.matrix}
     missing = sorted(needed - fields)
@@ -597,6 +607,8 @@ def run_compare(study: Study, *, report: bool = True, dry_run: bool = False) -> 
         cfg = None if run.model else load_config(write_run_config(study, run), run.overrides)
         evals = []
         for spec in study.evaluations:
+            if spec.runs is not None and run.name not in spec.runs:
+                continue
             evaluation = evaluations().get(spec.eval)
             where = f"evaluations.{spec.eval}.options"
             opts = evaluation.build_options(substitute(spec.options, run.variables, where))

@@ -195,7 +195,10 @@ class TrainConfig:
     objective's share of the gradient follows its share of the predicted tokens, set by the
     objectives' ``batch_size``; XLM's mixed MLM+TLM data)."""
     warmup_steps: int = 100
-    """Linear warm-up steps (>= 0), then linear decay to zero at ``steps``."""
+    """Linear warm-up steps (>= 0), then the ``schedule``'s decay."""
+    schedule: str = "linear"
+    """Learning rate after warm-up: linear (decay to zero at ``steps``) or inverse_sqrt
+    (lr · sqrt(warmup_steps / step), the Transformer schedule XLM and MASS train with)."""
     max_grad_norm: float = 1.0
     """Gradient clipping norm (>= 0; 0 disables)."""
     precision: str = "auto"
@@ -230,6 +233,7 @@ class TrainConfig:
                 f"train.objective_mix '{self.objective_mix}' must be weighted or pooled"
             )
         check_choice("train.precision", self.precision, ("auto", "no", "bf16", "fp16"))
+        check_choice("train.schedule", self.schedule, ("linear", "inverse_sqrt"))
         for key, low in (
             ("steps", 1),
             ("batch_size", 1),

@@ -27,7 +27,12 @@ from accelerate.utils import broadcast_object_list, gather_object, set_seed
 from torch import nn
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
-from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_linear_schedule_with_warmup
+from transformers import (
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    get_inverse_sqrt_schedule,
+    get_linear_schedule_with_warmup,
+)
 
 from crossalign.checkpoint import (
     CONFIG,
@@ -70,8 +75,10 @@ from crossalign.fileio import atomic_dir, replace_dir, write_text_atomic
 from crossalign.models.build import build_model
 from crossalign.models.card import training_card, write_card
 from crossalign.models.load import model_languages
+from crossalign.models.seq2seq import build_seq2seq, encoder_of, is_seq2seq
 from crossalign.objectives import OBJECTIVES, Objective, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
+from crossalign.objectives.seq2seq import MaskedSeq2Seq, Translation
 from crossalign.objectives.tlm import TranslationLM
 from crossalign.probes import Probes
 from crossalign.registry import did_you_mean
@@ -91,7 +98,23 @@ class ObjectiveSet(nn.Module):
         self.model = model
         self.objectives = nn.ModuleDict(objectives)
         ctx = next(iter(objectives.values())).ctx
-        self.heldout = nn.ModuleDict({"mlm": MaskedLM(ctx), "tlm": TranslationLM(ctx)})
+        if is_seq2seq(model):
+            heldout = {"mass": MaskedSeq2Seq(ctx, label_smoothing=0.0)}
+            heldout["mt"] = Translation(ctx, direction="forward", label_smoothing=0.0)
+        else:
+            heldout = {"mlm": MaskedLM(ctx), "tlm": TranslationLM(ctx)}
+        self.heldout = nn.ModuleDict(heldout)
+
+    def heldout_sets(self, data: TrainingData) -> list[tuple[str, str, dict]]:
+        """(held-out objective, kind of data, held-out examples per source): MLM on blocks and
+        TLM on pairs for a masked-LM; MASS on sentences and translation (each pair's forward
+        direction) for an encoder-decoder."""
+        if "mass" in self.heldout:
+            return [
+                ("mass", "sentences", data.valid_sentences),
+                ("mt", "parallel", data.valid_parallel),
+            ]
+        return [("mlm", "mono", data.valid_mono), ("tlm", "parallel", data.valid_parallel)]
 
     def forward(
         self, batches: dict[str, dict[str, torch.Tensor]], heldout: bool = False
@@ -116,10 +139,12 @@ class Setup:
     data: TrainingData
 
 
-def _objectives(cfg: RunConfig, ctx: TokenContext) -> tuple[dict[str, Objective], dict]:
+def objective_classes(cfg: RunConfig) -> list[type[Objective]]:
+    """The class of each of ``cfg.objectives``, in order, after checking that each option it
+    is given is one its constructor takes and that no objective is listed twice."""
     import inspect
 
-    objectives, weights = {}, {}
+    classes, seen = [], set()
     for i, oc in enumerate(cfg.objectives):
         cls = OBJECTIVES.get(oc.name)
         params = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "ctx")]
@@ -129,11 +154,39 @@ def _objectives(cfg: RunConfig, ctx: TokenContext) -> tuple[dict[str, Objective]
                     f"objectives.{i} ({oc.name}): unknown option '{key}'"
                     f"{did_you_mean(key, params)}; options: {', '.join(params) or 'none'}"
                 )
-        if oc.name in objectives:
+        if oc.name in seen:
             raise CrossalignError(f"objectives.{i}: '{oc.name}' is listed twice")
+        seen.add(oc.name)
+        classes.append(cls)
+    return classes
+
+
+def _objectives(cfg: RunConfig, ctx: TokenContext) -> tuple[dict[str, Objective], dict]:
+    objectives, weights = {}, {}
+    for oc, cls in zip(cfg.objectives, objective_classes(cfg)):
         objectives[oc.name] = cls(ctx, **oc.options)
         weights[oc.name] = oc.weight
     return objectives, weights
+
+
+def run_is_seq2seq(cfg: RunConfig) -> bool:
+    """Whether the run's objectives train an encoder-decoder (all of them) or a masked-LM (all
+    of them); a mix is a CrossalignError naming one of each."""
+    kinds = {oc.name: cls.seq2seq for oc, cls in zip(cfg.objectives, objective_classes(cfg))}
+    seq2seq = [n for n, k in kinds.items() if k]
+    masked = [n for n, k in kinds.items() if not k]
+    if seq2seq and masked:
+        raise CrossalignError(
+            f"objectives: '{masked[0]}' trains a masked-LM and '{seq2seq[0]}' an encoder-decoder; "
+            "a run trains one kind of model (pre-train with one, then start the other from it "
+            "with model.path)"
+        )
+    if seq2seq and (cfg.train.probe_aer or cfg.train.probe_bli):
+        raise CrossalignError(
+            "train.probe_aer and train.probe_bli read a masked-LM; an encoder-decoder run "
+            "(objectives " + ", ".join(seq2seq) + ") cannot use them: remove them"
+        )
+    return bool(seq2seq)
 
 
 def build_setup(
@@ -183,11 +236,16 @@ def build_setup(
     data = training_data(
         store, tokenizer, cfg.data.max_length, cfg.data.max_valid_sequences, streamed
     )
-    model = build_model(
-        cfg.model, len(tokenizer), tokenizer.pad_token_id, data.languages(), cfg.data.max_length
-    )
+    if run_is_seq2seq(cfg):
+        ids = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+        model = build_seq2seq(cfg.model, len(tokenizer), ids, data.languages(), cfg.data.max_length)
+    else:
+        model = build_model(
+            cfg.model, len(tokenizer), tokenizer.pad_token_id, data.languages(),
+            cfg.data.max_length,
+        )  # fmt: skip
     ctx = TokenContext.for_model(
-        tokenizer, model, cfg.data.max_length, cfg.model.language_embeddings
+        tokenizer, encoder_of(model), cfg.data.max_length, cfg.model.language_embeddings
     )
     objectives, weights = _objectives(cfg, ctx)
     for objective in objectives.values():
@@ -199,6 +257,14 @@ def build_setup(
                 f"with sentence pairs"
             )
         if obj.data == "mono" and not data.mono:
+            raise CrossalignError(f"objective '{name}' needs monolingual data: set data.mono")
+        if obj.data == "sentences" and set(data.mono) - set(data.sentences):
+            streamed = sorted(set(data.mono) - set(data.sentences))
+            raise CrossalignError(
+                f"objective '{name}' reads whole sentences, which a streamed source does not "
+                f"give (data.mono: {', '.join(streamed)}); tokenize them into the store"
+            )
+        if obj.data == "sentences" and not data.sentences:
             raise CrossalignError(f"objective '{name}' needs monolingual data: set data.mono")
     for objective in objectives.values():
         # Also on resume: the starting model is rebuilt identically before its state is
@@ -457,15 +523,17 @@ def evaluate(
     batch_size: int,
     seed: int,
 ) -> dict[str, float]:
-    """Held-out masked-LM loss and perplexity on ``valid_mono`` (``valid/mlm_*``) and
-    ``valid_parallel`` (``valid/tlm_*``), with fixed masking. Every process runs the same
-    number of forward passes (short shards get a dummy batch that predicts nothing)."""
+    """Held-out loss and perplexity of each of ``ObjectiveSet.heldout_sets``: masked LM on
+    ``valid_mono`` (``valid/mlm_*``) and TLM on ``valid_parallel`` (``valid/tlm_*``); for an
+    encoder-decoder MASS on the held-out sentences (``valid/mass_*``) and translation of the
+    held-out pairs (``valid/mt_*``); with fixed masking. Every process runs the same number of
+    forward passes (short shards get a dummy batch that predicts nothing)."""
     was_training = module.training
     module.eval()
     inner: ObjectiveSet = accelerator.unwrap_model(module)
     w, r = accelerator.num_processes, accelerator.process_index
     totals: dict[str, torch.Tensor] = {}
-    sets = [("mlm", "mono", data.valid_mono), ("tlm", "parallel", data.valid_parallel)]
+    sets = inner.heldout_sets(data)
     with torch.no_grad():
         for name, kind, sources in sets:
             loss_sum = torch.zeros((), device=accelerator.device)
@@ -523,6 +591,18 @@ def build_optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
     return torch.optim.AdamW(
         groups, lr=cfg.train.lr, betas=tuple(cfg.train.betas), eps=cfg.train.adam_eps
     )
+
+
+def build_schedule(
+    optimizer: torch.optim.Optimizer, cfg: RunConfig
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """``train.warmup_steps`` of linear warm-up, then ``train.schedule``: linear decay to zero
+    at ``train.steps``, or inverse square root (lr · sqrt(warmup / step); Vaswani et al.
+    2017, XLM's ``adam_inverse_sqrt``)."""
+    tc = cfg.train
+    if tc.schedule == "inverse_sqrt":
+        return get_inverse_sqrt_schedule(optimizer, tc.warmup_steps)
+    return get_linear_schedule_with_warmup(optimizer, tc.warmup_steps, tc.steps)
 
 
 def _all_finite(module: nn.Module, optimizer: torch.optim.Optimizer) -> bool:
@@ -871,7 +951,7 @@ class TrainingRun:
         setup = build_setup(cfg, start.resume_from, accelerator)
         module = ObjectiveSet(setup.model, setup.objectives)
         optimizer = build_optimizer(module, cfg)
-        scheduler = get_linear_schedule_with_warmup(optimizer, tc.warmup_steps, tc.steps)
+        scheduler = build_schedule(optimizer, cfg)
         module, optimizer = accelerator.prepare(module, optimizer)
         accelerator.register_for_checkpointing(scheduler)
         trainer = TrainState.of_run(accelerator, module, optimizer, scheduler, setup, cfg)
@@ -883,7 +963,7 @@ class TrainingRun:
         run = cls(
             accelerator, cfg, config, setup, trainer, streams, samplers, *sizes, stats, 0, position
         )
-        run.probes = Probes.of_run(cfg, setup.model)
+        run.probes = Probes.of_run(cfg, encoder_of(setup.model))
         if start.resume_from is not None:
             run.resume(start.resume_from, start.changed)
         if accelerator.is_main_process:
@@ -1119,7 +1199,9 @@ class TrainingRun:
         final held-out metrics ``held`` (``training_card``)."""
         model = self.accelerator.unwrap_model(self.trainer.module).model
         languages = self.setup.data.languages()
-        return training_card(self.cfg, languages, self.step, held, model_languages(model))
+        return training_card(
+            self.cfg, languages, self.step, held, model_languages(model), is_seq2seq(model)
+        )
 
 
 def _export_model(
@@ -1153,7 +1235,14 @@ def _print_summary(run_dir: Path, held: dict[str, float], cfg: RunConfig) -> Non
             f"held-out TLM perplexity: {held['valid/tlm_ppl']:.2f} "
             f"(loss {held['valid/tlm_loss']:.4f})"
         )
-    print(f"model: {run_dir / 'model'} (AutoModelForMaskedLM.from_pretrained loads it)")
+    for name in ("mass", "mt"):
+        if f"valid/{name}_ppl" in held:
+            print(
+                f"held-out {name.upper()} perplexity: {held[f'valid/{name}_ppl']:.2f} "
+                f"(loss {held[f'valid/{name}_loss']:.4f})"
+            )
+    loader = "EncoderDecoderModel" if run_is_seq2seq(cfg) else "AutoModelForMaskedLM"
+    print(f"model: {run_dir / 'model'} ({loader}.from_pretrained loads it)")
     print(f"metrics: {run_dir / METRICS}; config: {run_dir / CONFIG}")
     print(
         "next: continue training with 'crossalign train --config ... "

@@ -109,6 +109,16 @@ class DeriveOutput:
     """Output directory, replaced atomically."""
 
 
+@dataclasses.dataclass
+class UnmtSplitOptions:
+    """``crossalign data unmt-split``."""
+
+    pairs: str
+    """A parallel folder <src>-<tgt>/ (train.*, valid.*, test.*)."""
+    out: str
+    """Output folder, replaced atomically."""
+
+
 def _report(card: dict[str, Any], out: str) -> None:
     """Print pair counts per split and where the output is."""
     for name, pair in card["pairs"].items():
@@ -191,6 +201,17 @@ def _derive(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unmt_split(args: argparse.Namespace) -> int:
+    from crossalign.data.unmt_split import split_halves
+
+    o = options_from(args, UnmtSplitOptions)
+    card = split_halves(o.pairs, o.out, command_line(["crossalign", "data", "unmt-split"], o))
+    for lang, n in card["sentences"].items():
+        print(f"train.{lang}: {n} sentences ({card['train'][lang]})")
+    print(f"wrote {o.out} (see {o.out}/card.json)")
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``crossalign data`` and its builders."""
     p = sub.add_parser(
@@ -268,3 +289,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_options(b, DeriveSettings)
     add_options(b, DeriveOutput)
     b.set_defaults(func=_derive)
+
+    b = builders.add_parser(
+        "unmt-split",
+        help="monolingual halves of a parallel corpus, for unsupervised MT",
+        description="Write OUT/train.<src> (the source side of the first half of DIR's "
+        "training pairs) and OUT/train.<tgt> (the target side of the second half), so no "
+        "training sentence has its translation on the other side, and copy the line-aligned "
+        "valid.* and test.* files for BLEU.",
+    )
+    add_options(b, UnmtSplitOptions)
+    b.set_defaults(func=_unmt_split)

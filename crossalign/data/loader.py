@@ -32,12 +32,14 @@ def derived_seed(*parts: int) -> int:
 
 
 def raw_batch(kind: str, source: str, examples: Any, idx: np.ndarray) -> RawBatch:
-    """Examples ``idx`` of one source: rows of packed blocks, or pairs of a pair source; a
-    2-D ``idx`` holds blocks already read (from a stream)."""
+    """Examples ``idx`` of one source: rows of packed blocks, sentences, or pairs of a pair
+    source; a 2-D ``idx`` holds blocks already read (from a stream)."""
     if idx.ndim == 2:
         return RawBatch(source, blocks=idx)
     if kind == "mono":
         return RawBatch(source, blocks=examples[idx])
+    if kind == "sentences":
+        return RawBatch(source, sentences=[examples[int(k)] for k in idx])
     return RawBatch(source, pairs=[examples.pair(int(k)) for k in idx])
 
 

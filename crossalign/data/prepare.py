@@ -22,6 +22,7 @@ from crossalign.data.sampling import language_probs
 from crossalign.data.store import (
     CHUNK_LINES,
     VERSION,
+    MonoSentences,
     MonoText,
     PackedBlocks,
     PairText,
@@ -185,14 +186,17 @@ def cached_store(
 
 @dataclass
 class TrainingData:
-    """Training and held-out data viewed from a store: packed blocks per language
-    (``PackedBlocks``) and sentence pairs per pair (``PairText``)."""
+    """Training and held-out data viewed from a store: packed blocks and sentences per
+    language (``PackedBlocks``, ``MonoSentences``) and sentence pairs per pair
+    (``PairText``). A streamed language has blocks only."""
 
     store: TokenStore
     mono: dict[str, PackedBlocks | StreamingText]
     parallel: dict[str, PairText]
     valid_mono: dict[str, PackedBlocks]
     valid_parallel: dict[str, PairText]
+    sentences: dict[str, MonoSentences] = field(default_factory=dict)
+    valid_sentences: dict[str, MonoSentences] = field(default_factory=dict)
 
     def languages(self) -> list[str]:
         """Every language of the training sources, sorted."""
@@ -200,8 +204,8 @@ class TrainingData:
 
     def by_kind(self) -> dict[str, dict[str, Any]]:
         """The training examples by the kind of data an objective reads (``Objective.data``):
-        ``mono`` blocks per language, ``parallel`` pairs per pair."""
-        return {"mono": self.mono, "parallel": self.parallel}
+        ``mono`` blocks and ``sentences`` per language, ``parallel`` pairs per pair."""
+        return {"mono": self.mono, "sentences": self.sentences, "parallel": self.parallel}
 
     @classmethod
     def from_texts(
@@ -271,6 +275,8 @@ def training_data(
         parallel=store.parallel,
         valid_mono=blocks(store.valid_mono, max_valid),
         valid_parallel={k: PairText(v.pieces, max_valid) for k, v in store.valid_parallel.items()},
+        sentences={k: MonoSentences(v) for k, v in store.mono.items()},
+        valid_sentences={k: MonoSentences(v, max_valid) for k, v in store.valid_mono.items()},
     )
 
 

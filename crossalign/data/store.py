@@ -439,6 +439,32 @@ class PackedBlocks:
         return self._gather(idx, "starts", 0, np.uint8)
 
 
+class MonoSentences:
+    """The sentences of one language, one example each (MASS, denoising, back-translation read
+    sentences, not packed blocks): sentence k is its ids without separator. ``limit`` keeps
+    the first sentences only."""
+
+    def __init__(self, text: MonoText, limit: int | None = None) -> None:
+        self.pieces = text.pieces
+        self.piece_start = np.zeros(len(text.pieces.names) + 1, dtype=np.int64)
+        np.cumsum(text.pieces.sentences, out=self.piece_start[1:])
+        n = int(self.piece_start[-1])
+        self.n = n if limit is None else min(n, limit)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        """int32 ids of sentence ``k``."""
+        if not 0 <= k < self.n:
+            raise IndexError(f"sentence {k} out of range ({self.n} sentences)")
+        i = int(np.searchsorted(self.piece_start, k, side="right")) - 1
+        j = k - int(self.piece_start[i])
+        offsets = self.pieces.array(i, "offsets")
+        ids = self.pieces.array(i, "ids")[offsets[j] : offsets[j + 1] - 1]
+        return np.asarray(ids, dtype=np.int32)
+
+
 class PairText:
     """Sentence pairs of one language pair; pair k is (source ids, target ids) without
     special tokens. ``limit`` keeps the first pairs only."""

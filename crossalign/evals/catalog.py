@@ -6,6 +6,7 @@ from __future__ import annotations
 from crossalign.evals.options import (
     AEROptions,
     AlignmentScoreOptions,
+    BLEUOptions,
     BLIOptions,
     CoocCompareOptions,
     InducedDictOptions,
@@ -185,5 +186,21 @@ _register(
             "tlm_loss": Metric("TLM loss", "nats", False),
         },
         run="crossalign.evals.perplexity:evaluate",
+    )
+)
+_register(
+    Evaluation(
+        name="bleu",
+        summary="BLEU of a seq2seq model's translations: sacreBLEU and tokenized (multi-bleu)",
+        options=BLEUOptions,
+        metrics={
+            "bleu": Metric("BLEU", "percent"),
+            "bleu_tok": Metric("tok. BLEU", "percent"),
+            "bp": Metric("BP", "ratio", None),
+            "ratio": Metric("hyp/ref length", "ratio", None),
+            "sentences": _count("sentences"),
+        },
+        run="crossalign.evals.bleu:evaluate_bleu",
+        model="required",
     )
 )

@@ -5,6 +5,7 @@ them. Each field is documented by the string below it (the flag's help)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from crossalign.align.config import AlignConfig
 from crossalign.checks import check_choice, check_range
@@ -287,3 +288,67 @@ class PerplexityOptions:
                 "--text, --pairs and --corpus go with --source compute; --source log reads the "
                 "run's metrics.jsonl"
             )
+
+
+@dataclass(kw_only=True)
+class BLEUOptions:
+    """``eval bleu``: translate a line-aligned test set with an encoder-decoder model (greedy,
+    or beam search) and score the translations against the references with sacreBLEU on
+    detokenized text (13a tokenization, zh for Chinese; its signature is printed) and as
+    multi-bleu.perl does on Moses-tokenized text (``bleu_tok``, the figure UNMT papers
+    report)."""
+
+    testset: str | None = opt(None, metavar="DIR")
+    """A folder holding <split>.<src-lang> and <split>.<tgt-lang>, line-aligned (e.g.
+    data/libreoffice/en-de with test.en and test.de); a folder named <src>-<tgt> gives the
+    languages."""
+    src: str | None = opt(None, metavar="FILE")
+    """Source sentences, one per line (instead of --testset; with --ref)."""
+    ref: str | None = opt(None, metavar="FILE")
+    """Reference translations of --src, line-aligned."""
+    split: str = opt("test", choices=("test", "valid"))
+    """Which files of --testset: test.* or valid.*."""
+    src_lang: str | None = opt(None, metavar="LANG")
+    """Source language (default: from the --testset folder's name <src>-<tgt>)."""
+    tgt_lang: str | None = opt(None, metavar="LANG")
+    """Target language (default: from the --testset folder's name <src>-<tgt>)."""
+    both_directions: bool = False
+    """Also translate the references back into the source language and score that direction
+    (metric keys <src>-<tgt>/bleu and <tgt>-<src>/bleu)."""
+    max_sentences: int = 0
+    """Score the first N sentence pairs (0: all)."""
+    num_beams: int = 1
+    """1: greedy decoding (the UNMT papers' setting); k > 1: beam search with k beams."""
+    length_penalty: float = 1.0
+    """Beam search: hypothesis scores are divided by length**length_penalty."""
+    batch_size: int = 32
+    """Sentences translated at once."""
+    output: str | None = opt(None, metavar="FILE")
+    """Write the translations here, one per line; with --both-directions the direction goes
+    before the suffix (hyp.txt: hyp.en-de.txt and hyp.de-en.txt)."""
+    device: str | None = None
+    """Torch device (default: cuda if available, else cpu)."""
+
+    def languages(self) -> tuple[str, str]:
+        """(source, target): the options', else the --testset folder's name <src>-<tgt>."""
+        if self.src_lang and self.tgt_lang:
+            return self.src_lang, self.tgt_lang
+        name = Path(self.testset).resolve().name if self.testset else ""
+        src, sep, tgt = name.partition("-")
+        if self.testset and sep and src and tgt and "-" not in tgt:
+            return self.src_lang or src, self.tgt_lang or tgt
+        where = f"the --testset folder name '{name}' is not <src>-<tgt>" if name else "--src/--ref"
+        raise CrossalignError(f"give --src-lang and --tgt-lang ({where})")
+
+    def __post_init__(self) -> None:
+        if self.testset and (self.src or self.ref):
+            raise CrossalignError("give --testset DIR or --src FILE with --ref FILE, not both")
+        if bool(self.src) != bool(self.ref):
+            raise CrossalignError("--src and --ref go together: the sources and their references")
+        check_choice("split", self.split, ("test", "valid"))
+        if self.testset or self.src:
+            self.languages()
+        check_range("max_sentences", self.max_sentences, 0, integer=True)
+        check_range("num_beams", self.num_beams, 1, integer=True)
+        check_range("length_penalty", self.length_penalty)
+        check_range("batch_size", self.batch_size, 1, integer=True)

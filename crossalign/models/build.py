@@ -8,7 +8,7 @@ model config as ``crossalign_languages`` so a saved model keeps its language ids
 from __future__ import annotations
 
 import torch
-from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel
+from transformers import AutoConfig, AutoModelForMaskedLM, PretrainedConfig, PreTrainedModel
 
 from crossalign.config import ModelConfig
 from crossalign.errors import CrossalignError
@@ -26,7 +26,7 @@ def _load_checkpoint(path: str) -> PreTrainedModel:
     return load_model(path, head="masked_lm", device="cpu", key="model.path")
 
 
-def _set_language_rows(model: PreTrainedModel, known: list[str], languages: list[str]) -> None:
+def extend_language_rows(model: PreTrainedModel, known: list[str], languages: list[str]) -> None:
     """Give a loaded model one token-type row per language: rows of ``known`` languages are
     kept, every other row is a copy of row 0, so the pretrained function is unchanged at the
     start of continued pre-training."""
@@ -42,6 +42,22 @@ def _set_language_rows(model: PreTrainedModel, known: list[str], languages: list
     model.config.crossalign_languages = list(languages)
 
 
+def check_fits(model: PreTrainedModel, path: str, vocab_size: int, max_length: int) -> None:
+    """Refuse a loaded ``model.path`` (``path``) whose vocabulary is smaller than the
+    tokenizer's ``vocab_size`` or whose positions cannot hold ``data.max_length``."""
+    if model.config.vocab_size < vocab_size:
+        raise CrossalignError(
+            f"model.path {path}: vocabulary ({model.config.vocab_size}) is smaller than "
+            f"the tokenizer's ({vocab_size}); use the model's own tokenizer"
+        )
+    limit = input_limit(model)
+    if max_length > limit:
+        raise CrossalignError(
+            f"data.max_length={max_length} exceeds the {limit} positions "
+            f"of model.path {path}; set data.max_length <= {limit}"
+        )
+
+
 def build_model(
     cfg: ModelConfig, vocab_size: int, pad_token_id: int, languages: list[str], max_length: int
 ) -> PreTrainedModel:
@@ -52,21 +68,26 @@ def build_model(
     """
     if cfg.path:
         model = _load_checkpoint(cfg.path)
-        if model.config.vocab_size < vocab_size:
-            raise CrossalignError(
-                f"model.path {cfg.path}: vocabulary ({model.config.vocab_size}) is smaller than "
-                f"the tokenizer's ({vocab_size}); use the model's own tokenizer"
-            )
-        limit = input_limit(model)
-        if max_length > limit:
-            raise CrossalignError(
-                f"data.max_length={max_length} exceeds the {limit} positions "
-                f"of model.path {cfg.path}; set data.max_length <= {limit}"
-            )
+        check_fits(model, cfg.path, vocab_size, max_length)
         if cfg.language_embeddings:
             known = model_languages(model)
-            _set_language_rows(model, known, known + [x for x in languages if x not in known])
+            extend_language_rows(model, known, known + [x for x in languages if x not in known])
         return model
+    config = scratch_config(cfg, vocab_size, pad_token_id, languages, max_length)
+    try:
+        return AutoModelForMaskedLM.from_config(config)
+    except ValueError as e:
+        raise CrossalignError(
+            f"model.arch '{cfg.arch}' has no masked-LM head: {str(e).splitlines()[0]}"
+        ) from None
+
+
+def scratch_config(
+    cfg: ModelConfig, vocab_size: int, pad_token_id: int, languages: list[str], max_length: int
+) -> PretrainedConfig:
+    """The Hugging Face config of a model built from ``cfg.arch`` and ``cfg.preset`` (with
+    ``cfg.hf_overrides``): one language embedding per entry of ``languages`` when
+    ``cfg.language_embeddings``, room for ``max_length`` positions after the position offset."""
     fields = dict(PRESETS[cfg.preset])
     fields.update(
         vocab_size=vocab_size,
@@ -89,11 +110,6 @@ def build_model(
             f"model.hf_overrides {cfg.hf_overrides}: {' '.join(str(e).split())[:300]}"
         ) from None
     config.crossalign_languages = list(languages) if cfg.language_embeddings else []
-    try:
-        if "max_position_embeddings" not in cfg.hf_overrides:  # room for the position offset
-            config.max_position_embeddings = max_length + position_offset(config)
-        return AutoModelForMaskedLM.from_config(config)
-    except ValueError as e:
-        raise CrossalignError(
-            f"model.arch '{cfg.arch}' has no masked-LM head: {str(e).splitlines()[0]}"
-        ) from None
+    if "max_position_embeddings" not in cfg.hf_overrides:  # room for the position offset
+        config.max_position_embeddings = max_length + position_offset(config)
+    return config

@@ -116,6 +116,22 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines)
 
 
+def _seq2seq_usage(languages: list[str]) -> str:
+    """How to load an encoder-decoder and translate with it."""
+    pair = (languages + ["SRC", "TGT"])[:2] if len(languages) < 2 else languages[:2]
+    return (
+        "```python\n"
+        "from transformers import AutoTokenizer, EncoderDecoderModel\n"
+        "from crossalign.models.seq2seq import translate\n\n"
+        'tokenizer = AutoTokenizer.from_pretrained("PATH_OR_REPO_ID")\n'
+        'model = EncoderDecoderModel.from_pretrained("PATH_OR_REPO_ID")\n'
+        f'translate(model, tokenizer, ["..."], "{pair[0]}", "{pair[1]}")  # greedy\n'
+        "```\n\nThe encoder's tokens carry the source language's embedding and the decoder's the "
+        "target's (`token_type_ids`, rows in the order of `config.crossalign_languages`); "
+        "`crossalign eval bleu` scores it.\n"
+    )
+
+
 def _usage(languages: list[str]) -> str:
     """How to load the model (and, with language embeddings, pass the language ids)."""
     text = (
@@ -205,28 +221,33 @@ def training_card(
     steps: int,
     held: dict[str, float],
     language_ids: list[str] | None = None,
+    seq2seq: bool = False,
 ) -> str:
     """The card of a training run's exported ``model/``: ``languages`` of its data,
     ``steps`` done, the final held-out metrics ``held``, and the model's language-embedding
-    order ``language_ids`` (None or empty: no language embeddings)."""
+    order ``language_ids`` (None or empty: no language embeddings); ``seq2seq``: the model is
+    an encoder-decoder (a translation model, not a fill-mask one)."""
     card = read_data_card(cfg.data.corpus) if cfg.data.corpus else None
     sources = card_sources(card) if card else []
     metadata: dict[str, Any] = {"language": list(languages)}
     metadata.update(hub_license([s.get("licence") for s in sources]))
-    metadata["tags"] = ["crossalign", "fill-mask", *[oc.name for oc in cfg.objectives]]
+    task = "translation" if seq2seq else "fill-mask"
+    metadata["tags"] = ["crossalign", task, *[oc.name for oc in cfg.objectives]]
     if cfg.model.path:
         metadata["base_model"] = cfg.model.path
-    metadata.update(PIPELINE)
+    metadata.update({**PIPELINE, "pipeline_tag": task})
     names = " + ".join(oc.name for oc in cfg.objectives)
     title = Path(cfg.run_dir).name or "model"
+    kind = "An encoder-decoder trained" if seq2seq else "A masked-language model pre-trained"
+    usage = _seq2seq_usage if seq2seq else _usage
     body = "\n\n".join(
         [
-            f"# {title}\n\nA masked-language model pre-trained with crossalign ({names}).",
+            f"# {title}\n\n{kind} with crossalign ({names}).",
             _objectives_section(cfg),
             _data_section(cfg, languages, sources),
             _training_section(cfg, steps),
             _metrics_section(held),
-            "## How to use\n\n" + _usage(language_ids or []),
+            "## How to use\n\n" + usage(language_ids or []),
         ]
     )
     return render_card(metadata, body)

@@ -8,6 +8,7 @@ from crossalign.objectives import (  # noqa: F401
     dict_mlm,
     dwa,
     mlm,
+    seq2seq,
     tlm,
 )
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext

@@ -94,8 +94,9 @@ class TokenContext:
 
 @dataclass
 class RawBatch:
-    """A slice of a global batch before collation: packed blocks of one language (``mono``)
-    or sentence pairs of one language pair (``pairs``)."""
+    """A slice of a global batch before collation: packed blocks of one language (``mono``),
+    sentences of one language (``sentences``) or sentence pairs of one language pair
+    (``pairs``)."""
 
     source: str
     """A language (``en``) or a pair (``en-es``)."""
@@ -103,13 +104,19 @@ class RawBatch:
     """[B, L] int32 packed monolingual blocks."""
     pairs: list[tuple[np.ndarray, np.ndarray]] | None = None
     """B (source ids, target ids) pairs without special tokens."""
+    sentences: list[np.ndarray] | None = None
+    """B sentences' ids without special tokens."""
 
 
 class Objective(nn.Module):
     """Base class of training objectives; subclasses set ``data`` and implement the contract."""
 
     data: ClassVar[str] = "mono"
-    """Which training data the objective reads: ``mono`` or ``parallel``."""
+    """Which training data the objective reads: ``mono`` (packed blocks), ``sentences``
+    (monolingual sentences) or ``parallel``."""
+    seq2seq: ClassVar[bool] = False
+    """Whether it trains an encoder-decoder (``crossalign.models.seq2seq``); a run's
+    objectives are all masked-LM objectives or all sequence-to-sequence ones."""
     counts_for_perplexity: ClassVar[bool] = True
     """Whether the loss is a token-level masked-LM loss that perplexity may average."""
 

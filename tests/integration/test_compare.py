@@ -272,3 +272,18 @@ def test_a_model_run_must_name_one_source(tmp_path, capsys):
     path = _study(tmp_path, runs=[{"name": "start", "model": str(tmp_path / "none")}])
     assert main(["compare", str(path), "--no-report"]) == 2
     assert "model " + str(tmp_path / "none") + " does not exist" in capsys.readouterr().err
+
+
+def test_an_evaluation_can_measure_some_runs_only(tmp_path, capsys):
+    retrieval = {"eval": "retrieval", "options": {"src_file": str(EN), "tgt_file": str(ES)}}
+    path = _study(
+        tmp_path, seeds=[0], evaluations=[{"eval": "perplexity"}, {**retrieval, "runs": ["xlm"]}]
+    )
+    assert main(["compare", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    study = tmp_path / "study" / "runs"
+    assert f"{study / 'mlm'}  (4 steps; 1 of 1 evaluations" in out
+    assert f"{study / 'xlm'}  (4 steps; 2 of 2 evaluations" in out
+    path = _study(tmp_path, evaluations=[{**retrieval, "runs": ["xml"]}])
+    assert main(["compare", str(path), "--dry-run"]) == 2
+    assert "evaluations.0 (retrieval) names run 'xml'" in capsys.readouterr().err

@@ -21,12 +21,13 @@ from crossalign.evals.registry import Metric, Unit, evaluations
 REGISTRY = evaluations()
 NAMES = REGISTRY.names()
 EXPECTED = [
-    "aer", "alignment-score", "bli", "cooc-compare", "induced-dict", "layers", "perplexity",
-    "retrieval", "rsim", "transfer",
+    "aer", "alignment-score", "bleu", "bli", "cooc-compare", "induced-dict", "layers",
+    "perplexity", "retrieval", "rsim", "transfer",
 ]  # fmt: skip
 REQUIRED = {  # the least each evaluation's command needs to parse
     "aer": [],
     "alignment-score": ["--model", "m"],
+    "bleu": ["--model", "m"],
     "bli": ["--model", "m", "--dict", "d"],
     "cooc-compare": ["--matrix", "x", "--pair", "en-de", "--dict", "d", "--out", "o"],
     "induced-dict": ["--model", "m", "--dict", "d"],

@@ -1,0 +1,405 @@
+"""Sequence-to-sequence objectives of an encoder-decoder (``crossalign.models.seq2seq``):
+MASS pre-training and the two losses of unsupervised MT, plus supervised translation.
+
+- ``mass`` (Song et al. 2019, "MASS: Masked Sequence to Sequence Pre-training for Language
+  Generation", §2.2; its unsupervised-MT code's ``restricted_mask_sent``): in ``<s> x </s>``
+  a contiguous span of k = round(``span_ratio`` · (n + 2)) tokens among x and the final
+  ``</s>`` is masked in the encoder input (80% ``<mask>``, 10% random, 10% kept); the
+  decoder, given the span shifted right (the tokens before each span token, at their
+  sentence positions), predicts the span. The span starts at the first token with
+  probability 0.2, ends at the last with 0.2, and lies uniformly otherwise. The decoder's
+  cross-attention skips the encoder's ``<mask>`` positions, as MASS's ``enc_mask`` does.
+- ``dae`` (denoising auto-encoding, Lample et al. 2018, §2.3): the encoder reads C(x)
+  (``crossalign.data.noise``: local shuffle, drop, blank), the decoder reconstructs x.
+- ``bt`` (online back-translation, Lample et al. 2018, §2.4; XLM's ``bt_step``): a sentence x
+  of language A is translated into a partner language B by the current model (eval mode,
+  greedy, no gradient, at most 1.3·|x| + 5 tokens), then the model learns to translate the
+  translation back into x.
+- ``mt`` (supervised translation on sentence pairs; ``direction`` forward, backward or both,
+  one drawn per batch).
+
+Every loss is the cross-entropy of the decoder's predictions with ``label_smoothing`` (0.1,
+the papers' setting; the unsmoothed ``nll`` is logged beside it). The encoder's tokens carry
+the source language's embedding, the decoder's the target's (``token_type_ids``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+from transformers import EncoderDecoderModel
+
+from crossalign.checks import check_choice, check_range
+from crossalign.data.masking import IGNORE_INDEX, mask_tokens
+from crossalign.data.noise import add_noise
+from crossalign.errors import CrossalignError
+from crossalign.models.seq2seq import generate_ids
+from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
+from crossalign.objectives.mlm import add_masked_index, check_replace_probs, masked_lm_logits
+
+if TYPE_CHECKING:
+    from crossalign.config import RunConfig
+
+
+def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    """Rows of ids padded to the longest: [B, T] long."""
+    out = torch.full((len(rows), max(map(len, rows))), pad_id, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+    return out
+
+
+def positions_of(mask: torch.Tensor, offset: int) -> torch.Tensor:
+    """Position ids [B, T] of left-aligned rows: ``offset`` + 0, 1, ... (padding included)."""
+    b, t = mask.shape
+    return offset + torch.arange(t).expand(b, -1).clone()
+
+
+class Seq2SeqObjective(Objective):
+    """Base of the sequence-to-sequence objectives: collated batches hold the encoder's
+    ``input_ids``, ``attention_mask``, ``position_ids`` (and ``token_type_ids``), the decoder's
+    ``decoder_input_ids``, ``decoder_attention_mask``, ``decoder_position_ids`` (and
+    ``decoder_token_type_ids``), ``labels`` [B, T] and ``masked_index``/``masked_labels``."""
+
+    data = "sentences"
+    seq2seq = True
+    counts_for_perplexity = False
+
+    def __init__(self, ctx: TokenContext, label_smoothing: float = 0.1) -> None:
+        """Options: ``label_smoothing`` in [0, 1)."""
+        check_range(self.option_where("label_smoothing"), label_smoothing, 0, 1, high_open=True)
+        super().__init__(ctx)
+        self.label_smoothing = label_smoothing
+
+    def body(self, ids: list[int] | torch.Tensor) -> list[int]:
+        """A sentence's ids cut so that ``<s> ids </s>`` fits ``max_length``."""
+        return [int(t) for t in ids[: self.ctx.max_length - 2]]
+
+    def require_language_embeddings(self, cfg: RunConfig) -> None:
+        """Refuse a run without language embeddings: they tell the decoder which language to
+        produce, so an objective translating between languages cannot train without them."""
+        if not cfg.model.language_embeddings:
+            name = self.option_where("").split(":")[0]
+            raise CrossalignError(
+                f"{name} needs model.language_embeddings: true (they tell the decoder which "
+                "language to produce)"
+            )
+
+    def language_rows(self, like: torch.Tensor, lang: str) -> torch.Tensor:
+        """``like``-shaped token-type ids of language ``lang``."""
+        return torch.full_like(like, self.ctx.language_id(lang))
+
+    def encoder_part(self, rows: list[list[int]], lang: str) -> dict[str, torch.Tensor]:
+        """Encoder fields for full rows (specials included) of language ``lang``."""
+        ids = pad_rows(rows, self.ctx.pad_id)
+        mask = torch.zeros_like(ids)
+        for i, row in enumerate(rows):
+            mask[i, : len(row)] = 1
+        batch = {
+            "input_ids": ids,
+            "attention_mask": mask,
+            "position_ids": positions_of(mask, self.ctx.position_offset),
+        }
+        if self.ctx.languages:
+            batch["token_type_ids"] = self.language_rows(ids, lang)
+        return batch
+
+    def decoder_part(self, targets: list[list[int]], lang: str) -> dict[str, torch.Tensor]:
+        """Decoder fields to generate ``targets`` (no specials) in ``lang``: inputs
+        ``<s> y``, labels ``y </s>``."""
+        ctx = self.ctx
+        inputs = pad_rows([[ctx.cls_id, *t] for t in targets], ctx.pad_id)
+        labels = pad_rows([[*t, ctx.sep_id] for t in targets], IGNORE_INDEX)
+        mask = (labels != IGNORE_INDEX).long()
+        batch = {
+            "decoder_input_ids": inputs,
+            "decoder_attention_mask": mask,
+            "decoder_position_ids": positions_of(mask, ctx.position_offset),
+            "labels": labels,
+        }
+        if ctx.languages:
+            batch["decoder_token_type_ids"] = self.language_rows(inputs, lang)
+        return batch
+
+    def forward(self, model: EncoderDecoderModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Decoder logits [N, V] at the N labelled positions (``masked_index``)."""
+        return decoder_logits(model, batch)
+
+    def loss(self, batch, outputs):
+        """Label-smoothed cross-entropy of the labelled positions (``nll``: unsmoothed)."""
+        labels = batch["masked_labels"]
+        n = torch.tensor(labels.numel(), device=labels.device)
+        if labels.numel() == 0:
+            zero = outputs.sum() * 0.0
+            return zero, n, {"nll": zero.detach()}
+        logits = outputs.float()
+        loss = F.cross_entropy(logits, labels, label_smoothing=self.label_smoothing)
+        nll = F.cross_entropy(logits.detach(), labels) if self.label_smoothing else loss.detach()
+        return loss, n, {"nll": nll}
+
+
+def decoder_logits(model: EncoderDecoderModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Encode ``input_ids``, decode ``decoder_input_ids`` with cross-attention to the encoder
+    states (over ``cross_attention_mask`` when the batch has one, else ``attention_mask``);
+    returns the output layer's logits [N, V] at ``masked_index`` only."""
+    enc_kwargs = {k: batch[k] for k in ("input_ids", "attention_mask", "position_ids")}
+    if "token_type_ids" in batch:
+        enc_kwargs["token_type_ids"] = batch["token_type_ids"]
+    states = model.get_encoder()(**enc_kwargs).last_hidden_state
+    decoder = model.get_decoder()
+    dec_kwargs = {
+        "input_ids": batch["decoder_input_ids"],
+        "attention_mask": batch["decoder_attention_mask"],
+        "position_ids": batch["decoder_position_ids"],
+        "encoder_hidden_states": states,
+        "encoder_attention_mask": batch.get("cross_attention_mask", batch["attention_mask"]),
+        "use_cache": False,
+    }
+    if "decoder_token_type_ids" in batch:
+        dec_kwargs["token_type_ids"] = batch["decoder_token_type_ids"]
+    hidden = decoder.base_model(**dec_kwargs).last_hidden_state
+    return masked_lm_logits(decoder, hidden, batch["masked_index"])
+
+
+def mass_span(n: int, ratio: float, generator: torch.Generator) -> tuple[int, int]:
+    """(start, k) of the MASS span in ``<s> x </s>`` with n = |x|: k = round(ratio · (n + 2))
+    clamped to [1, n + 1] tokens among positions 1 ... n + 1; with probability 0.2 it starts at
+    1, with 0.2 it ends at n + 1, else its start is uniform over the n + 2 - k choices."""
+    k = min(max(1, round(ratio * (n + 2))), n + 1)
+    free = n + 1 - k
+    p = float(torch.rand(1, generator=generator))
+    if p >= 0.8:
+        return 1, k
+    if p >= 0.6:
+        return 1 + free, k
+    return 1 + int(torch.randint(free + 1, (1,), generator=generator)), k
+
+
+@OBJECTIVES.register("mass")
+class MaskedSeq2Seq(Seq2SeqObjective):
+    """MASS: mask a contiguous span of each sentence in the encoder, predict it in the decoder
+    (see the module docstring)."""
+
+    def __init__(
+        self,
+        ctx: TokenContext,
+        span_ratio: float = 0.5,
+        replace_probs: tuple = (0.8, 0.1),
+        label_smoothing: float = 0.1,
+    ) -> None:
+        """Options: ``span_ratio`` in (0, 1], the share of the sentence masked (MASS: 0.5);
+        ``replace_probs`` [mask, random], the shares of span tokens that become ``<mask>``
+        and a random token in the encoder input (the rest stay); ``label_smoothing``."""
+        super().__init__(ctx, label_smoothing)
+        check_range(self.option_where("span_ratio"), span_ratio, 0, 1, low_open=True)
+        check_replace_probs(self.option_where("replace_probs"), replace_probs)
+        self.span_ratio = span_ratio
+        self.replace_probs = tuple(replace_probs)
+        self.register_buffer("random_ids", ctx.random_ids(), persistent=False)
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """Sentences → the masked encoder input, the shifted span as decoder input at its
+        sentence positions, the span as labels, and the cross-attention mask."""
+        ctx = self.ctx
+        rows, spans = [], []
+        for ids in raw.sentences:
+            body = self.body(ids)
+            rows.append([ctx.cls_id, *body, ctx.sep_id])
+            spans.append(mass_span(len(body), self.span_ratio, generator))
+        enc = self.encoder_part(rows, raw.source)
+        in_span = torch.zeros_like(enc["input_ids"], dtype=torch.bool)
+        for i, (start, k) in enumerate(spans):
+            in_span[i, start : start + k] = True
+        inputs, _ = mask_tokens(
+            enc["input_ids"], in_span, ctx.mask_id, self.random_ids.cpu(), generator, 1.0,
+            self.replace_probs,
+        )  # fmt: skip
+        enc["input_ids"] = inputs
+        enc["cross_attention_mask"] = enc["attention_mask"] * (inputs != ctx.mask_id).long()
+        dec_in = [row[start - 1 : start + k - 1] for row, (start, k) in zip(rows, spans)]
+        labels = [row[start : start + k] for row, (start, k) in zip(rows, spans)]
+        label_rows = pad_rows(labels, IGNORE_INDEX)
+        mask = (label_rows != IGNORE_INDEX).long()
+        positions = pad_rows([list(range(s - 1, s + k - 1)) for s, k in spans], 0)
+        batch = {
+            **enc,
+            "decoder_input_ids": pad_rows(dec_in, ctx.pad_id),
+            "decoder_attention_mask": mask,
+            "decoder_position_ids": ctx.position_offset + positions,
+            "labels": label_rows,
+        }
+        if ctx.languages:
+            batch["decoder_token_type_ids"] = self.language_rows(label_rows, raw.source)
+        return add_masked_index(batch)
+
+
+@OBJECTIVES.register("dae")
+class DenoisingAutoEncoder(Seq2SeqObjective):
+    """Denoising auto-encoding: reconstruct a sentence from C(sentence), in its own language."""
+
+    def __init__(
+        self,
+        ctx: TokenContext,
+        shuffle: float = 3.0,
+        drop: float = 0.1,
+        blank: float = 0.1,
+        label_smoothing: float = 0.1,
+    ) -> None:
+        """Options (XLM's defaults): ``shuffle`` (>= 0; 0 or > 1), the local-shuffle range
+        (a token moves fewer than ``shuffle`` positions); ``drop`` and ``blank`` in [0, 1),
+        the probabilities of removing a token and of replacing it by ``<mask>``."""
+        super().__init__(ctx, label_smoothing)
+        check_range(self.option_where("shuffle"), shuffle, 0)
+        if 0 < shuffle <= 1:
+            raise CrossalignError(
+                f"{self.option_where('shuffle')}={shuffle} shuffles nothing; use 0 (off) or "
+                "more than 1 (XLM: 3)"
+            )
+        check_range(self.option_where("drop"), drop, 0, 1, high_open=True)
+        check_range(self.option_where("blank"), blank, 0, 1, high_open=True)
+        self.shuffle, self.drop, self.blank = shuffle, drop, blank
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """Sentences → encoder ``<s> C(x) </s>``, decoder ``<s> x`` → ``x </s>``."""
+        ctx = self.ctx
+        targets = [self.body(ids) for ids in raw.sentences]
+        noisy = [
+            add_noise(
+                torch.tensor(t, dtype=torch.long), generator, shuffle=self.shuffle,
+                drop=self.drop, blank=self.blank, blank_id=ctx.mask_id,
+            ).tolist()
+            for t in targets
+        ]  # fmt: skip
+        enc = self.encoder_part([[ctx.cls_id, *x, ctx.sep_id] for x in noisy], raw.source)
+        return add_masked_index({**enc, **self.decoder_part(targets, raw.source)})
+
+
+def partner_language(languages: list[str], lang: str, generator: torch.Generator) -> str:
+    """A language of ``languages`` other than ``lang``, drawn uniformly with ``generator``."""
+    others = [x for x in languages if x != lang]
+    return others[int(torch.randint(len(others), (1,), generator=generator))]
+
+
+@OBJECTIVES.register("bt")
+class BackTranslation(Seq2SeqObjective):
+    """Online back-translation: translate with the current model, learn to translate back."""
+
+    def __init__(
+        self,
+        ctx: TokenContext,
+        languages: list | None = None,
+        max_len_a: float = 1.3,
+        max_len_b: int = 5,
+        label_smoothing: float = 0.1,
+    ) -> None:
+        """Options: ``languages``, the languages sentences are translated into (default: every
+        language of the run; each batch draws one other than its own); ``max_len_a`` and
+        ``max_len_b``: a translation has at most ``max_len_a`` · |x| + ``max_len_b`` tokens
+        (XLM: 1.3 and 5)."""
+        super().__init__(ctx, label_smoothing)
+        check_range(self.option_where("max_len_a"), max_len_a, 0, low_open=True)
+        check_range(self.option_where("max_len_b"), max_len_b, 0, integer=True)
+        self.languages = list(languages) if languages else list(ctx.languages)
+        self.max_len_a, self.max_len_b = max_len_a, max_len_b
+
+    def check_config(self, cfg: RunConfig) -> None:
+        """Back-translation needs language embeddings and two languages to translate between."""
+        where = self.option_where("languages")
+        self.require_language_embeddings(cfg)
+        if len(self.languages) < 2:
+            raise CrossalignError(f"{where}: back-translation needs two languages or more")
+        for lang in self.languages:
+            self.ctx.language_id(lang)  # a language the model has no row for fails here
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """Sentences of language A → the encoder input ``<s> x </s>`` to translate from, the
+        decoder fields to generate x in A, and ``bt_language`` (the partner's id)."""
+        ctx = self.ctx
+        if raw.source not in self.languages:
+            raise CrossalignError(
+                f"{self.option_where('languages')}: the run's language '{raw.source}' is not "
+                f"among {self.languages}; add it or restrict data.mono"
+            )
+        partner = partner_language(self.languages, raw.source, generator)
+        targets = [self.body(ids) for ids in raw.sentences]
+        enc = self.encoder_part([[ctx.cls_id, *t, ctx.sep_id] for t in targets], raw.source)
+        batch = {**enc, **self.decoder_part(targets, raw.source)}
+        batch["bt_language"] = torch.tensor(ctx.language_id(partner))
+        return add_masked_index(batch)
+
+    def translated_inputs(
+        self, model: EncoderDecoderModel, batch: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """The batch with its encoder fields replaced by the model's translation of them into
+        the partner language (eval mode, greedy, no gradient): rows ``<s> y </s>``; a
+        translation cut at the length limit gets its ``</s>`` appended."""
+        ctx = self.ctx
+        longest = int(batch["attention_mask"].sum(1).max())
+        new = min(int(self.max_len_a * longest + self.max_len_b), ctx.max_length - 2)
+        was_training = model.training
+        model.eval()
+        try:
+            source = int(batch["token_type_ids"][0, 0])
+            out = generate_ids(
+                model, batch["input_ids"], batch["attention_mask"], source,
+                int(batch["bt_language"]), max_new_tokens=max(1, new),
+            )  # fmt: skip
+        finally:
+            model.train(was_training)
+        out = torch.cat([out, torch.full_like(out[:, :1], ctx.pad_id)], 1)
+        ended = (out == ctx.sep_id).cumsum(1) > 0
+        first_end = torch.where(ended.any(1), ended.int().argmax(1), out.shape[1] - 1)
+        keep = torch.arange(out.shape[1], device=out.device)[None] <= first_end[:, None]
+        out = torch.where(keep, out, torch.full_like(out, ctx.pad_id))
+        out[torch.arange(len(out)), first_end] = ctx.sep_id
+        width = int(first_end.max()) + 1
+        ids, mask = out[:, :width], keep[:, :width].long()
+        translated = {
+            **batch,
+            "input_ids": ids,
+            "attention_mask": mask,
+            "position_ids": positions_of(mask, ctx.position_offset).to(ids.device),
+            "token_type_ids": torch.full_like(ids, int(batch["bt_language"])),
+        }
+        return translated
+
+    def forward(self, model: EncoderDecoderModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Translate the sentences into the partner language, then logits [N, V] of decoding
+        the originals from the translations."""
+        return decoder_logits(model, self.translated_inputs(model, batch))
+
+
+@OBJECTIVES.register("mt")
+class Translation(Seq2SeqObjective):
+    """Supervised translation on sentence pairs."""
+
+    data = "parallel"
+
+    def __init__(
+        self, ctx: TokenContext, direction: str = "both", label_smoothing: float = 0.1
+    ) -> None:
+        """Options: ``direction``: forward (a pair source ``en-de`` translates en→de),
+        backward (de→en) or both (one drawn per batch)."""
+        super().__init__(ctx, label_smoothing)
+        check_choice(self.option_where("direction"), direction, ("forward", "backward", "both"))
+        self.direction = direction
+
+    def check_config(self, cfg: RunConfig) -> None:
+        """Translation needs language embeddings (the decoder's target language)."""
+        self.require_language_embeddings(cfg)
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """Pairs → encoder ``<s> source </s>``, decoder ``<s> target`` → ``target </s>``."""
+        ctx = self.ctx
+        src_lang, tgt_lang = raw.source.split("-", 1)
+        backward = self.direction == "backward" or (
+            self.direction == "both" and bool(torch.rand(1, generator=generator) < 0.5)
+        )
+        pairs = [(self.body(s), self.body(t)) for s, t in raw.pairs]
+        if backward:
+            src_lang, tgt_lang = tgt_lang, src_lang
+            pairs = [(t, s) for s, t in pairs]
+        enc = self.encoder_part([[ctx.cls_id, *s, ctx.sep_id] for s, _ in pairs], src_lang)
+        return add_masked_index({**enc, **self.decoder_part([t for _, t in pairs], tgt_lang)})
