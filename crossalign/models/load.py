@@ -17,9 +17,11 @@ import torch
 from safetensors import SafetensorError
 from torch import nn
 from transformers import (
+    AutoConfig,
     AutoModel,
     AutoModelForMaskedLM,
     AutoModelForTokenClassification,
+    EncoderDecoderModel,
     PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerFast,
@@ -58,7 +60,7 @@ def load_model(
     transformer layers of a BERT-style ``encoder.layer`` list (hidden state L depends on no
     later layer). A missing directory, one without ``config.json`` or weights that do not load
     is a one-line CrossalignError naming ``key``; Hugging Face's warnings and progress bars
-    stay quiet.
+    stay quiet. The ``encoder`` of an encoder-decoder directory is its encoder.
     """
     source = model_source(path, key)
     kwargs = {} if num_labels is None else {"num_labels": num_labels}
@@ -67,7 +69,7 @@ def load_model(
     hf_logging.set_verbosity_error()  # unused pooler, newly initialised heads
     hf_logging.disable_progress_bar()
     try:
-        model = HEADS[head].from_pretrained(source, **kwargs)
+        model = _from_pretrained(source, head, kwargs, f"{key} {path}")
     except (OSError, ValueError, SafetensorError) as e:
         first = (str(e).splitlines() or [type(e).__name__])[0]
         if not Path(source).is_dir():
@@ -80,6 +82,21 @@ def load_model(
     if keep_layers is not None:
         _keep_layers(model, keep_layers, f"{key} {path}")
     return model.to(device or default_device()).eval()
+
+
+def _from_pretrained(source: str, head: Head, kwargs: dict, name: str) -> PreTrainedModel:
+    """``HEADS[head].from_pretrained``; for an encoder-decoder (a MASS or UNMT model) the
+    ``encoder`` head is its encoder, and any other head a CrossalignError."""
+    config = AutoConfig.from_pretrained(source)
+    if not getattr(config, "is_encoder_decoder", False):
+        return HEADS[head].from_pretrained(source, **kwargs)
+    if head != "encoder":
+        raise CrossalignError(
+            f"{name} is an encoder-decoder, not a {head.replace('_', '-')} model: the word "
+            "aligner (eval aer, crossalign align) reads its encoder and eval bleu translates "
+            "with it"
+        )
+    return EncoderDecoderModel.from_pretrained(source).get_encoder()
 
 
 def model_source(path: str | Path, key: str) -> str:

@@ -127,8 +127,125 @@ def gc_loss(terms: GCTerms, window: int) -> torch.Tensor:
     return per_pair.sum() / (2 * window) / max(terms.centres, 1)
 
 
+class GlobalCooccurrence:
+    """The GC regression as a part of an objective (a mixin of an ``Objective``): its options
+    and checks, and its terms on a batch's states. ``mlm_gc`` adds it to masked LM, ``mass_gc``
+    to MASS (``crossalign.objectives.seq2seq``)."""
+
+    def init_gc(
+        self,
+        ctx: TokenContext,
+        cooc: str | None,
+        gc_weight: float,
+        window: int | None,
+        x_max: float,
+        alpha: float,
+        masked_neighbours: bool,
+        neighbour: str,
+        lookup_device: str,
+        force_no_warmup: bool,
+    ) -> None:
+        """Check and keep the GC options (see ``MaskedLMGlobalCooccurrence``); open the
+        matrix and check it was counted with the run's tokenizer."""
+        name = OBJECTIVES.name_of(type(self))
+        check_range(self.option_where("gc_weight"), gc_weight, 0)
+        check_range(self.option_where("x_max"), x_max, 0, low_open=True)
+        check_range(self.option_where("alpha"), alpha, 0)
+        if window is not None:
+            check_range(self.option_where("window"), window, 1, integer=True)
+        check_choice(self.option_where("neighbour"), neighbour, NEIGHBOURS)
+        check_choice(self.option_where("lookup_device"), lookup_device, ("model", "cpu"))
+        check_flag(self.option_where("masked_neighbours"), masked_neighbours)
+        check_flag(self.option_where("force_no_warmup"), force_no_warmup)
+        if not cooc:
+            raise CrossalignError(
+                f"objective {name} needs cooc: DIR, a matrix from 'crossalign cooc build "
+                "--tokenizer <the run's tokenizer> ...'"
+            )
+        check_path(self.option_where("cooc"), cooc)
+        self.matrix = CoocMatrix(cooc)
+        self.matrix.check_tokenizer(
+            ctx.tokenizer,
+            "this run's tokenizer",
+            "rebuild it with 'crossalign cooc build --tokenizer <this run's tokenizer> ...' and "
+            "train with that tokenizer (tokenizer.path)",
+            vocab_size=ctx.vocab_size,
+        )
+        self.window = self.matrix.window if window is None else window
+        if self.window > self.matrix.window:
+            raise CrossalignError(
+                f"objective {name}: window {window} must be between 1 and the window the "
+                f"matrix {cooc} was counted with ({self.matrix.window})"
+            )
+        self.gc_weight = gc_weight
+        self.x_max = x_max
+        self.alpha = alpha
+        self.masked_neighbours = masked_neighbours
+        self.neighbour = neighbour
+        self.lookup_device = lookup_device
+        self.force_no_warmup = force_no_warmup
+
+    def check_config(self, cfg: RunConfig) -> None:
+        """Refuse GC without learning-rate warm-up (the paper reports collapse) unless
+        ``force_no_warmup``."""
+        if cfg.train.warmup_steps == 0 and not self.force_no_warmup:
+            name = OBJECTIVES.name_of(type(self))
+            raise CrossalignError(
+                f"objective {name} with train.warmup_steps=0: the GC regression collapses "
+                "without learning-rate warm-up (Ai & Fang 2023); set train.warmup_steps (e.g. "
+                "10% of train.steps) or force_no_warmup: true in the objective entry"
+            )
+
+    def start(self, model: PreTrainedModel, data=None) -> None:
+        """Check the model has an output embedding matrix when Eq. 6 is asked for."""
+        if self.neighbour == "output_embedding" and model.get_output_embeddings() is None:
+            raise CrossalignError(
+                f"objective {OBJECTIVES.name_of(type(self))}: neighbour output_embedding needs "
+                f"a model with output embeddings; {type(model).__name__} has none"
+            )
+
+    def gc_terms_of(
+        self,
+        model: PreTrainedModel,
+        hidden: torch.Tensor,
+        input_ids: torch.Tensor,
+        labels: torch.Tensor,
+        attention_mask: torch.Tensor,
+    ) -> GCTerms:
+        """``gc_terms`` of states ``hidden`` [B, L, d] whose masked positions hold the
+        original ids in ``labels`` [B, L] (IGNORE_INDEX elsewhere); ``input_ids`` and
+        ``attention_mask`` [B, L] as the model read them."""
+        original = torch.where(labels != IGNORE_INDEX, labels, input_ids)
+        special = torch.isin(original, torch.tensor(self.ctx.special_ids, device=labels.device))
+        special |= attention_mask == 0
+        embeddings = None
+        if self.neighbour == "output_embedding":
+            embeddings = model.get_output_embeddings().weight
+        return gc_terms(
+            hidden,
+            input_ids,
+            labels,
+            special,
+            self.matrix,
+            mask_id=self.ctx.mask_id,
+            window=self.window,
+            x_max=self.x_max,
+            alpha=self.alpha,
+            masked_neighbours=self.masked_neighbours,
+            output_embeddings=embeddings,
+            lookup_device=torch.device("cpu") if self.lookup_device == "cpu" else None,
+        )
+
+    def gc_part(self, terms: GCTerms) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """(GC loss of ``terms``, metrics ``gc_loss`` and ``gc_pairs``: counted pairs per
+        masked token)."""
+        gc = gc_loss(terms, self.window)
+        pairs = (terms.weight > 0).sum().float() / max(terms.centres, 1)
+        return gc, {"gc_loss": gc.detach(), "gc_pairs": pairs}
+
+
 @OBJECTIVES.register("mlm_gc")
-class MaskedLMGlobalCooccurrence(MaskedLM):
+class MaskedLMGlobalCooccurrence(GlobalCooccurrence, MaskedLM):
     """MLM + λ·GC: masked LM and a log-bilinear regression on global co-occurrence (MLM-GC)."""
 
     data = "mono"
@@ -152,91 +269,18 @@ class MaskedLMGlobalCooccurrence(MaskedLM):
         ``window`` n (1 to the matrix's window; default the matrix's), ``x_max`` (> 0), ``alpha``
         (>= 0), ``neighbour`` (state: Eq. 3; output_embedding: Eq. 6), ``lookup_device`` (model
         or cpu), ``masked_neighbours`` and ``force_no_warmup`` (true or false)."""
-        super().__init__(ctx, mask_prob=mask_prob, replace_probs=replace_probs)
-        check_range(self.option_where("gc_weight"), gc_weight, 0)
-        check_range(self.option_where("x_max"), x_max, 0, low_open=True)
-        check_range(self.option_where("alpha"), alpha, 0)
-        if window is not None:
-            check_range(self.option_where("window"), window, 1, integer=True)
-        check_choice(self.option_where("neighbour"), neighbour, NEIGHBOURS)
-        check_choice(self.option_where("lookup_device"), lookup_device, ("model", "cpu"))
-        check_flag(self.option_where("masked_neighbours"), masked_neighbours)
-        check_flag(self.option_where("force_no_warmup"), force_no_warmup)
-        if not cooc:
-            raise CrossalignError(
-                "objective mlm_gc needs cooc: DIR, a matrix from 'crossalign cooc build "
-                "--tokenizer <the run's tokenizer> ...'"
-            )
-        check_path(self.option_where("cooc"), cooc)
-        self.matrix = CoocMatrix(cooc)
-        self._check_tokenizer(ctx)
-        self.window = self.matrix.window if window is None else window
-        if self.window > self.matrix.window:
-            raise CrossalignError(
-                f"objective mlm_gc: window {window} must be between 1 and the window the "
-                f"matrix {cooc} was counted with ({self.matrix.window})"
-            )
-        self.gc_weight = gc_weight
-        self.x_max = x_max
-        self.alpha = alpha
-        self.masked_neighbours = masked_neighbours
-        self.neighbour = neighbour
-        self.lookup_device = lookup_device
-        self.force_no_warmup = force_no_warmup
-
-    def _check_tokenizer(self, ctx: TokenContext) -> None:
-        """The matrix must be counted in this run's token ids."""
-        self.matrix.check_tokenizer(
-            ctx.tokenizer,
-            "this run's tokenizer",
-            "rebuild it with 'crossalign cooc build --tokenizer <this run's tokenizer> ...' and "
-            "train with that tokenizer (tokenizer.path)",
-            vocab_size=ctx.vocab_size,
-        )
-
-    def check_config(self, cfg: RunConfig) -> None:
-        """Refuse GC without learning-rate warm-up (the paper reports collapse) unless
-        ``force_no_warmup``."""
-        if cfg.train.warmup_steps == 0 and not self.force_no_warmup:
-            raise CrossalignError(
-                "objective mlm_gc with train.warmup_steps=0: the GC regression collapses "
-                "without learning-rate warm-up (Ai & Fang 2023); set train.warmup_steps (e.g. "
-                "10% of train.steps) or force_no_warmup: true in the objective entry"
-            )
-
-    def start(self, model: PreTrainedModel, data=None) -> None:
-        """Check the model has an output embedding matrix when Eq. 6 is asked for."""
-        if self.neighbour == "output_embedding" and model.get_output_embeddings() is None:
-            raise CrossalignError(
-                f"objective mlm_gc: neighbour output_embedding needs a model with output "
-                f"embeddings; {type(model).__name__} has none"
-            )
+        MaskedLM.__init__(self, ctx, mask_prob=mask_prob, replace_probs=replace_probs)
+        self.init_gc(
+            ctx, cooc, gc_weight, window, x_max, alpha, masked_neighbours, neighbour,
+            lookup_device, force_no_warmup,
+        )  # fmt: skip
 
     def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]):
         """(logits [N, V] at the masked positions, GCTerms of the batch)."""
         hidden = encode(model, batch)
         labels = batch["labels"]
         logits = masked_lm_logits(model, hidden, labels != IGNORE_INDEX)
-        original = torch.where(labels != IGNORE_INDEX, labels, batch["input_ids"])
-        special = torch.isin(original, torch.tensor(self.ctx.special_ids, device=labels.device))
-        special |= batch["attention_mask"] == 0
-        embeddings = None
-        if self.neighbour == "output_embedding":
-            embeddings = model.get_output_embeddings().weight
-        terms = gc_terms(
-            hidden,
-            batch["input_ids"],
-            labels,
-            special,
-            self.matrix,
-            mask_id=self.ctx.mask_id,
-            window=self.window,
-            x_max=self.x_max,
-            alpha=self.alpha,
-            masked_neighbours=self.masked_neighbours,
-            output_embeddings=embeddings,
-            lookup_device=torch.device("cpu") if self.lookup_device == "cpu" else None,
-        )
+        terms = self.gc_terms_of(model, hidden, batch["input_ids"], labels, batch["attention_mask"])
         return logits, terms
 
     def loss(self, batch, outputs):
@@ -245,7 +289,5 @@ class MaskedLMGlobalCooccurrence(MaskedLM):
         logits, terms = outputs
         labels = batch["labels"]
         lm, n = masked_lm_loss(logits, labels[labels != IGNORE_INDEX])
-        gc = gc_loss(terms, self.window)
-        pairs = (terms.weight > 0).sum().float() / max(terms.centres, 1)
-        metrics = {"lm_loss": lm.detach(), "gc_loss": gc.detach(), "gc_pairs": pairs}
-        return lm + self.gc_weight * gc, n, metrics
+        gc, metrics = self.gc_part(terms)
+        return lm + self.gc_weight * gc, n, {"lm_loss": lm.detach(), **metrics}

@@ -9,6 +9,8 @@ MASS pre-training and the two losses of unsupervised MT, plus supervised transla
   sentence positions), predicts the span. The span starts at the first token with
   probability 0.2, ends at the last with 0.2, and lies uniformly otherwise. The decoder's
   cross-attention skips the encoder's ``<mask>`` positions, as MASS's ``enc_mask`` does.
+- ``mass_gc``: MASS plus MLM-GC's co-occurrence regression on the encoder's states at the
+  span positions (a composition, see the class).
 - ``dae`` (denoising auto-encoding, Lample et al. 2018, §2.3): the encoder reads C(x)
   (``crossalign.data.noise``: local shuffle, drop, blank), the decoder reconstructs x.
 - ``bt`` (online back-translation, Lample et al. 2018, §2.4; XLM's ``bt_step``): a sentence x
@@ -37,6 +39,7 @@ from crossalign.data.noise import add_noise
 from crossalign.errors import CrossalignError
 from crossalign.models.seq2seq import generate_ids
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
+from crossalign.objectives.cooc_gc import GlobalCooccurrence
 from crossalign.objectives.mlm import add_masked_index, check_replace_probs, masked_lm_logits
 
 if TYPE_CHECKING:
@@ -140,14 +143,24 @@ class Seq2SeqObjective(Objective):
         return loss, n, {"nll": nll}
 
 
-def decoder_logits(model: EncoderDecoderModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Encode ``input_ids``, decode ``decoder_input_ids`` with cross-attention to the encoder
-    states (over ``cross_attention_mask`` when the batch has one, else ``attention_mask``);
-    returns the output layer's logits [N, V] at ``masked_index`` only."""
-    enc_kwargs = {k: batch[k] for k in ("input_ids", "attention_mask", "position_ids")}
+def encoder_states(model: EncoderDecoderModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Final encoder states [B, S, H] of the batch's ``input_ids``."""
+    kwargs = {k: batch[k] for k in ("input_ids", "attention_mask", "position_ids")}
     if "token_type_ids" in batch:
-        enc_kwargs["token_type_ids"] = batch["token_type_ids"]
-    states = model.get_encoder()(**enc_kwargs).last_hidden_state
+        kwargs["token_type_ids"] = batch["token_type_ids"]
+    return model.get_encoder()(**kwargs).last_hidden_state
+
+
+def decoder_logits(
+    model: EncoderDecoderModel,
+    batch: dict[str, torch.Tensor],
+    states: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Decode ``decoder_input_ids`` with cross-attention to the encoder ``states`` [B, S, H]
+    (computed here when None) over ``cross_attention_mask`` when the batch has one, else
+    ``attention_mask``; returns the output layer's logits [N, V] at ``masked_index`` only."""
+    if states is None:
+        states = encoder_states(model, batch)
     decoder = model.get_decoder()
     dec_kwargs = {
         "input_ids": batch["decoder_input_ids"],
@@ -201,7 +214,9 @@ class MaskedSeq2Seq(Seq2SeqObjective):
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Sentences → the masked encoder input, the shifted span as decoder input at its
-        sentence positions, the span as labels, and the cross-attention mask."""
+        sentence positions, the span as labels, the cross-attention mask, and
+        ``encoder_labels`` (the span's tokens at their encoder positions, IGNORE_INDEX
+        elsewhere; [B, S])."""
         ctx = self.ctx
         rows, spans = [], []
         for ids in raw.sentences:
@@ -216,6 +231,7 @@ class MaskedSeq2Seq(Seq2SeqObjective):
             enc["input_ids"], in_span, ctx.mask_id, self.random_ids.cpu(), generator, 1.0,
             self.replace_probs,
         )  # fmt: skip
+        enc["encoder_labels"] = torch.where(in_span, enc["input_ids"], IGNORE_INDEX)
         enc["input_ids"] = inputs
         enc["cross_attention_mask"] = enc["attention_mask"] * (inputs != ctx.mask_id).long()
         dec_in = [row[start - 1 : start + k - 1] for row, (start, k) in zip(rows, spans)]
@@ -233,6 +249,57 @@ class MaskedSeq2Seq(Seq2SeqObjective):
         if ctx.languages:
             batch["decoder_token_type_ids"] = self.language_rows(label_rows, raw.source)
         return add_masked_index(batch)
+
+
+@OBJECTIVES.register("mass_gc")
+class MaskedSeq2SeqGlobalCooccurrence(GlobalCooccurrence, MaskedSeq2Seq):
+    """MASS + λ·GC: MLM-GC's co-occurrence regression (``crossalign.objectives.cooc_gc``) on
+    the encoder's final states at the masked span positions, beside MASS's decoder loss. A
+    composition crossalign offers (MLM-GC adds GC to the encoder's masked-LM states; here the
+    encoder's states are the ones the decoder reads), not a recipe of either paper. With
+    MASS's contiguous span most neighbours of a span token are masked too: they count only
+    with ``masked_neighbours: true``."""
+
+    def __init__(
+        self,
+        ctx: TokenContext,
+        cooc: str | None = None,
+        gc_weight: float = 1.0,
+        window: int | None = None,
+        x_max: float = 100.0,
+        alpha: float = 0.75,
+        masked_neighbours: bool = False,
+        neighbour: str = "state",
+        lookup_device: str = "model",
+        force_no_warmup: bool = False,
+        span_ratio: float = 0.5,
+        replace_probs: tuple = (0.8, 0.1),
+        label_smoothing: float = 0.1,
+    ) -> None:
+        """Options: MASS's and ``mlm_gc``'s (``neighbour: output_embedding`` uses the
+        decoder's output layer)."""
+        MaskedSeq2Seq.__init__(self, ctx, span_ratio, replace_probs, label_smoothing)
+        self.init_gc(
+            ctx, cooc, gc_weight, window, x_max, alpha, masked_neighbours, neighbour,
+            lookup_device, force_no_warmup,
+        )  # fmt: skip
+
+    def forward(self, model: EncoderDecoderModel, batch: dict[str, torch.Tensor]):
+        """(decoder logits [N, V] at the span's labels, GCTerms of the encoder states)."""
+        states = encoder_states(model, batch)
+        terms = self.gc_terms_of(
+            model, states, batch["input_ids"], batch["encoder_labels"], batch["attention_mask"]
+        )
+        return decoder_logits(model, batch, states), terms
+
+    def loss(self, batch, outputs):
+        """MASS + λ·GC; metrics ``mass_loss`` (label-smoothed), ``nll``, ``gc_loss`` and
+        ``gc_pairs``."""
+        logits, terms = outputs
+        mass, n, metrics = MaskedSeq2Seq.loss(self, batch, logits)
+        gc, gc_metrics = self.gc_part(terms)
+        metrics = {**metrics, "mass_loss": mass.detach(), **gc_metrics}
+        return mass + self.gc_weight * gc, n, metrics
 
 
 @OBJECTIVES.register("dae")

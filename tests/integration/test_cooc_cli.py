@@ -137,6 +137,21 @@ def test_train_with_mlm_gc(matrix_dir, tokenizer_dir, tiny, tmp_path):
         assert r["train/ppl"] == pytest.approx(np.exp(r["mlm_gc/lm_loss"]), rel=1e-5)
 
 
+def test_train_with_mass_gc(matrix_dir, tokenizer_dir, tiny, tmp_path):
+    objectives = f"[{{name: mass_gc, cooc: {matrix_dir}, gc_weight: 0.5, masked_neighbours: true}}]"
+    args = tiny("mgc", **{
+        "tokenizer.path": str(tokenizer_dir), "objectives": objectives, "data.parallel": "{}",
+        "train.steps": 2, "train.save_every": 0,
+    })  # fmt: skip
+    assert main(["train", *args]) == 0
+    records = [json.loads(x) for x in (tmp_path / "mgc" / "metrics.jsonl").read_text().splitlines()]
+    for r in [r for r in records if "loss" in r]:
+        assert r["mass_gc/gc_loss"] > 0 and r["mass_gc/gc_pairs"] > 0
+        assert r["loss/mass_gc"] == pytest.approx(
+            r["mass_gc/mass_loss"] + 0.5 * r["mass_gc/gc_loss"], rel=1e-5
+        )
+
+
 def test_train_refuses_gc_without_warmup(matrix_dir, tokenizer_dir, tiny, capsys):
     objectives = f"[{{name: mlm_gc, cooc: {matrix_dir}}}]"
     args = tiny("nowarm", **{

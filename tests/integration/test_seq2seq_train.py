@@ -9,6 +9,8 @@ import torch
 from transformers import AutoModelForMaskedLM, EncoderDecoderModel
 
 from crossalign.cli import main
+from crossalign.errors import CrossalignError
+from crossalign.models.load import load_model
 
 SEQ2SEQ = "[{name: mass}, {name: dae}, {name: bt, weight: 0.5}]"
 
@@ -87,3 +89,21 @@ def test_inverse_sqrt_schedule(tiny, tmp_path):
     # warm-up 2 steps, then 0.004 * sqrt(2 / step)
     assert lr[1] == pytest.approx(0.002) and lr[2] == pytest.approx(0.004)
     assert lr[5] == pytest.approx(0.004 * (2 / 5) ** 0.5)
+
+
+def test_the_aligner_reads_an_encoder_decoders_encoder(tiny, tmp_path):
+    args = tiny("s", objectives="[{name: dae}]", **{"train.steps": 1})
+    assert main(["train", *args]) == 0
+    model = tmp_path / "s" / "model"
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("the cat ||| el gato\n", encoding="utf-8")
+    out = tmp_path / "links.txt"
+    assert (
+        main(
+            ["align", "--model", str(model), "--layer", "1", "--input", str(pairs), "-o", str(out)]
+        )
+        == 0
+    )
+    assert out.read_text().strip()
+    with pytest.raises(CrossalignError, match="is an encoder-decoder, not a masked-lm model"):
+        load_model(model, head="masked_lm", device="cpu")

@@ -188,3 +188,42 @@ def test_matrix_of_another_tokenizer_is_refused(tmp_path):
     tok = train_tokenizer({"en": ["a b c d e f g", "b c d"]}, TokenizerConfig(vocab_size=20))
     with pytest.raises(CrossalignError, match="built with another tokenizer"):
         OBJECTIVES.get("mlm_gc")(context(tok), cooc=str(tmp_path / "m"))
+
+
+def test_mass_gc_adds_the_naive_gc_of_the_encoder_states(tmp_path):
+    from crossalign.config import ModelConfig
+    from crossalign.models.seq2seq import build_seq2seq
+    from crossalign.objectives.seq2seq import encoder_states
+
+    x = {}
+    rng = np.random.default_rng(5)
+    for a, b in rng.integers(5, 20, (80, 2)).tolist():
+        x[a, b] = x[b, a] = float(rng.integers(1, 300))
+    save_matrix(tmp_path / "m", x, 20, window=2)
+    make = OBJECTIVES.get("mass_gc")
+    objective = make(context(), cooc=str(tmp_path / "m"), gc_weight=0.5, masked_neighbours=True)
+    torch.manual_seed(0)
+    model = build_seq2seq(ModelConfig(arch="bert", preset="tiny"), 20, (CLS, SEP, PAD), ["en"], 12)
+    model.eval()  # no dropout: the naive loss reads the same states
+    objective.start(model)
+    raw = RawBatch("en", sentences=[rng.integers(5, 20, n).astype(np.int32) for n in (8, 5, 9, 3)])
+    batch = objective.collate(raw, torch.Generator().manual_seed(0))
+    span = batch["encoder_labels"] != IGNORE_INDEX
+    assert span.sum() == (batch["labels"] != IGNORE_INDEX).sum()  # the span, seen from both sides
+    loss, n, metrics = objective.loss(batch, objective(model, batch))
+    with torch.no_grad():
+        states = encoder_states(model, batch).double()
+    expected = naive_gc(states, batch["input_ids"], batch["encoder_labels"],
+                        batch["attention_mask"], x, 2, 100.0, 0.75, True, None)  # fmt: skip
+    assert expected > 0
+    assert metrics["gc_loss"].item() == pytest.approx(expected, rel=1e-4)
+    assert loss.item() == pytest.approx(metrics["mass_loss"].item() + 0.5 * expected, rel=1e-4)
+    mass = OBJECTIVES.get("mass")(context())
+    plain = mass.collate(raw, torch.Generator().manual_seed(0))
+    assert torch.equal(plain["labels"], batch["labels"])
+    mass_loss, _, _ = mass.loss(plain, mass(model, plain))
+    assert mass_loss.item() == pytest.approx(metrics["mass_loss"].item(), rel=1e-5)
+    cfg = RunConfig()
+    cfg.train.warmup_steps = 0
+    with pytest.raises(CrossalignError, match="objective mass_gc with train.warmup_steps=0"):
+        objective.check_config(cfg)
