@@ -84,10 +84,9 @@ class Seq2SeqObjective(Objective):
         """Refuse a run without language embeddings: they tell the decoder which language to
         produce, so an objective translating between languages cannot train without them."""
         if not cfg.model.language_embeddings:
-            name = self.option_where("").split(":")[0]
             raise CrossalignError(
-                f"{name} needs model.language_embeddings: true (they tell the decoder which "
-                "language to produce)"
+                f"objective {OBJECTIVES.name_of(type(self))} needs model.language_embeddings: "
+                "true (they tell the decoder which language to produce)"
             )
 
     def language_rows(self, like: torch.Tensor, lang: str) -> torch.Tensor:
