@@ -4,6 +4,7 @@
 from crossalign.objectives import (  # noqa: F401
     align_mlm,
     code_switch,
+    code_switch_mass,
     cooc_gc,
     dict_mlm,
     dwa,

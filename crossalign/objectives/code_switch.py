@@ -27,6 +27,10 @@ eligible (``switch_frac`` reports the fraction).
   cached and refreshed with the dictionary; r_T(x̂) is computed on the fly.
 
 With several languages, each block switches into one partner language drawn per batch.
+
+The switching state is shared through mixins (``CodeSwitching``, ``TokenSwitching``,
+``SemanticSwitching``), so ``crossalign.objectives.code_switch_mass`` applies the same
+switching to MASS's encoder input.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from transformers import PreTrainedModel
+from transformers import EncoderDecoderModel, PreTrainedModel
 
 from crossalign.checks import check_range
 from crossalign.data.masking import IGNORE_INDEX
@@ -71,27 +75,25 @@ def switch_positions(
     return eligible & (torch.rand(eligible.shape, generator=generator) < p)
 
 
-class CodeSwitchMLM(MaskedLM):
-    """Shared parts: language-specific vocabularies, partner choice, context selection, loss."""
+class CodeSwitching:
+    """Mixin of the code-switched objectives (MLM- or MASS-based): the switching options, the
+    language-specific vocabularies, the partner language and the switched positions. The
+    host is an ``Objective`` whose ``__init__`` calls ``init_switching`` after its own (and
+    after ``init_token`` or ``init_semantic``)."""
 
-    data = "mono"
-
-    def __init__(
+    def init_switching(
         self,
         ctx: TokenContext,
-        mask_prob: float = 0.15,
-        replace_probs: tuple = (0.8, 0.1),
-        switch_prob: float = 0.15,
-        threshold: int = 100,
-        other_max: int = 100,
-        csls_k: int = 10,
-        refresh_every: int = 0,
-        max_sentences: int = 100_000,
+        switch_prob: float,
+        threshold: int,
+        other_max: int,
+        csls_k: int,
+        refresh_every: int,
+        max_sentences: int,
     ) -> None:
-        """Options (besides MLM's): ``switch_prob`` in [0, 1]; ``threshold`` and ``other_max``
-        (>= 0, other_max <= threshold); ``csls_k`` (>= 1); ``refresh_every`` (>= 0; 0: never);
+        """Options: ``switch_prob`` in [0, 1]; ``threshold`` and ``other_max`` (>= 0,
+        other_max <= threshold); ``csls_k`` (>= 1); ``refresh_every`` (>= 0; 0: never);
         ``max_sentences`` (>= 1)."""
-        super().__init__(ctx, mask_prob, replace_probs)
         check_range(self.option_where("switch_prob"), switch_prob, 0, 1)
         for key, value, low in (
             ("threshold", threshold, 0),
@@ -186,25 +188,46 @@ class CodeSwitchMLM(MaskedLM):
         others = [b for b in range(len(self.languages)) if b != a]
         return a, others[int(torch.randint(len(others), (1,), generator=generator))]
 
-    def collate_switch(
-        self, raw: RawBatch, generator: torch.Generator, translatable: torch.Tensor
-    ) -> tuple[dict[str, torch.Tensor], int]:
-        """MLM batch plus ``switch`` (bool [B, L]), ``switch_frac`` and, with language
-        embeddings, ``cs_token_type_ids`` (the partner's id at switched positions).
+    def add_switch(
+        self,
+        batch: dict[str, torch.Tensor],
+        ids: torch.Tensor,
+        context: torch.Tensor,
+        partner: int,
+        translatable: torch.Tensor,
+        generator: torch.Generator,
+    ) -> dict[str, torch.Tensor]:
+        """Add ``switch`` (bool [B, L]: context positions to switch into language index
+        ``partner``), ``switch_frac`` and, with language embeddings, ``cs_token_type_ids``
+        (the partner's id at switched positions). ``ids`` [B, L]: the original tokens;
+        ``context`` bool [B, L]: the positions that may switch (special tokens never do);
         ``translatable`` [n_lang, V] bool: per partner, tokens that may switch."""
-        a, b = self._partner(raw.source, generator)
-        batch = MaskedLM.collate(self, raw, generator)
-        ids = torch.from_numpy(raw.blocks.astype("int64"))
-        context = (batch["labels"] == IGNORE_INDEX) & batch["attention_mask"].bool()
-        context &= ~torch.isin(ids, torch.tensor(self.ctx.special_ids))
-        eligible = context & translatable[b][ids]
+        context = context & ~torch.isin(ids, torch.tensor(self.ctx.special_ids))
+        eligible = context & translatable[partner][ids]
         switch = switch_positions(eligible, context, self.switch_prob, generator)
         batch["switch"] = switch
         batch["switch_frac"] = switch.sum() / context.sum().clamp(min=1)
         if self.ctx.languages:
-            lang_b = self.ctx.language_id(self.languages[b])
+            lang_b = self.ctx.language_id(self.languages[partner])
             batch["cs_token_type_ids"] = torch.where(switch, lang_b, batch["token_type_ids"])
-        return batch, b
+        return batch
+
+
+class CodeSwitchMLM(MaskedLM):
+    """The MLM side of tcs_mlm and scs_mlm: MLM batches with switched context, the loss."""
+
+    data = "mono"
+
+    def collate_switch(
+        self, raw: RawBatch, generator: torch.Generator, translatable: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], int]:
+        """MLM batch plus the switch fields (``CodeSwitching.add_switch``) over the unmasked
+        context; returns it with the partner's language index."""
+        a, b = self._partner(raw.source, generator)
+        batch = MaskedLM.collate(self, raw, generator)
+        ids = torch.from_numpy(raw.blocks.astype("int64"))
+        context = (batch["labels"] == IGNORE_INDEX) & batch["attention_mask"].bool()
+        return self.add_switch(batch, ids, context, b, translatable, generator), b
 
     def loss(self, batch, outputs):
         """MLM(original) + MLM(code-switched) on the same labels; ``outputs`` are the logits
@@ -218,37 +241,20 @@ class CodeSwitchMLM(MaskedLM):
         return lm_loss + cs_loss, ntok, metrics
 
 
-@OBJECTIVES.register("tcs_mlm")
-class TokenCodeSwitchMLM(CodeSwitchMLM):
-    """Token code-switched MLM: context tokens replaced by self-induced dictionary translations."""
+def switching_encoder(model: PreTrainedModel) -> PreTrainedModel:
+    """The model whose inputs are code-switched: an encoder-decoder's encoder, else the model."""
+    return model.get_encoder() if isinstance(model, EncoderDecoderModel) else model
 
-    def __init__(
-        self,
-        ctx: TokenContext,
-        mask_prob: float = 0.15,
-        replace_probs: tuple = (0.8, 0.1),
-        switch_prob: float = 0.15,
-        threshold: int = 100,
-        other_max: int = 100,
-        csls_k: int = 10,
-        refresh_every: int = 0,
-        max_sentences: int = 100_000,
-        layer: int = 0,
-        context_sentences: int = 2000,
-    ) -> None:
+
+class TokenSwitching(CodeSwitching):
+    """TCS's state: per ordered language pair, a dictionary induced by CSLS from the model."""
+
+    def init_token(self, ctx: TokenContext, layer: int, context_sentences: int) -> None:
+        """Options: ``layer`` (>= 0; 0: the embedding layer), the layer the dictionary is
+        induced from; ``context_sentences`` (>= 1), the sentences per language its
+        context-averaged vectors are taken over."""
         check_range(self.option_where("layer"), layer, 0, integer=True)
         check_range(self.option_where("context_sentences"), context_sentences, 1, integer=True)
-        super().__init__(
-            ctx,
-            mask_prob,
-            replace_probs,
-            switch_prob,
-            threshold,
-            other_max,
-            csls_k,
-            refresh_every,
-            max_sentences,
-        )
         self.layer = layer
         self.context_sentences = context_sentences
         # translations[a, b, t]: the id of token t of language a in language b, or -1
@@ -256,15 +262,16 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
 
     @torch.no_grad()
     def refresh(self, model: PreTrainedModel) -> None:
-        """Induce every ordered pair's dictionary from the model's current ``layer``, on the
-        model's device."""
+        """Induce every ordered pair's dictionary from the (encoder's) current ``layer``, on
+        the model's device."""
         n, size = len(self.languages), self.ctx.vocab_size
-        device = model.get_input_embeddings().weight.device
+        encoder = switching_encoder(model)
+        device = encoder.get_input_embeddings().weight.device
         specific = self.specific.to(device)
         was_training = model.training
         vectors = {
             lang: layer_vectors(
-                model,
+                encoder,
                 self.ctx.tokenizer,
                 self.layer,
                 self.sentences[lang](slice(self.context_sentences)),
@@ -289,19 +296,13 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
         process when ``refresh_every`` is set."""
         return not self.refresh_every
 
-    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """MLM masking, then ``cs_input_ids``: the masked inputs with switched context tokens
-        replaced by their translations (masked positions kept). All [B, L]."""
-        a = self._index(raw.source)
-        batch, b = self.collate_switch(raw, generator, self.translations[a].cpu() >= 0)
-        ids = torch.from_numpy(raw.blocks.astype("int64"))
-        translated = self.translations[a, b].cpu()[ids]
-        batch["cs_input_ids"] = torch.where(batch["switch"], translated, batch["input_ids"])
-        return batch
+    def translatable(self, lang: str) -> torch.Tensor:
+        """[n_lang, V] bool: the tokens of ``lang`` with a translation into each language."""
+        return self.translations[self._index(lang)].cpu() >= 0
 
-    def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """One encoder pass over the original and code-switched inputs stacked as [2B, L];
-        logits [2N, V] at the predicted positions (original rows first)."""
+    @staticmethod
+    def stacked_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Encoder inputs [2B, L] of the original rows, then the code-switched ones."""
         both = {
             "input_ids": torch.cat([batch["input_ids"], batch["cs_input_ids"]]),
             "attention_mask": batch["attention_mask"].repeat(2, 1),
@@ -311,9 +312,17 @@ class TokenCodeSwitchMLM(CodeSwitchMLM):
             both["token_type_ids"] = torch.cat(
                 [batch["token_type_ids"], batch["cs_token_type_ids"]]
             )
-        hidden = encode(model, both)
-        selected = (batch["labels"] != IGNORE_INDEX).repeat(2, 1)
-        return masked_lm_logits(model, hidden, selected)
+        return both
+
+    def switched_ids(
+        self, batch: dict[str, torch.Tensor], ids: torch.Tensor, lang: str, partner: int
+    ) -> dict[str, torch.Tensor]:
+        """Add ``cs_input_ids``: ``input_ids`` with the ``switch`` positions replaced by the
+        translations of the original ``ids`` [B, L] of language ``lang`` into the language of
+        index ``partner``."""
+        translated = self.translations[self._index(lang), partner].cpu()[ids]
+        batch["cs_input_ids"] = torch.where(batch["switch"], translated, batch["input_ids"])
+        return batch
 
 
 @torch.no_grad()
@@ -349,8 +358,118 @@ def soft_translations(
     return (scores / temperature).softmax(dim=-1), candidates[best]
 
 
+class SemanticSwitching(CodeSwitching):
+    """SCS's state: the CSLS neighbourhood terms of every partner's candidate tokens."""
+
+    def init_semantic(self, ctx: TokenContext, top_k: int, temperature: float) -> None:
+        """Options: ``top_k`` (>= 1), the tokens of x̂ and the candidates of ŷ;
+        ``temperature`` (> 0) of the candidates' softmax."""
+        check_range(self.option_where("top_k"), top_k, 1, integer=True)
+        check_range(self.option_where("temperature"), temperature, 0, low_open=True)
+        self.top_k = top_k
+        self.temperature = temperature
+        # r_terms[a, b, y]: CSLS term r_S(y) of b's specific token y against a's specific tokens
+        self.register_buffer("r_terms", torch.zeros(0, 0, ctx.vocab_size))
+
+    @torch.no_grad()
+    def refresh(self, model: PreTrainedModel) -> None:
+        """Recompute the neighbourhood terms r_S(y) of every partner's candidate tokens from
+        the current input embeddings (an encoder-decoder's: its encoder's)."""
+        table = model.get_input_embeddings().weight.detach()
+        n = len(self.languages)
+        terms = torch.zeros(n, n, self.ctx.vocab_size, device=table.device)
+        specific = self.specific.to(table.device)
+        for a in range(n):
+            for b in range(n):
+                if a != b:
+                    src = specific[a, b].nonzero().squeeze(1)
+                    tgt = specific[b, a].nonzero().squeeze(1)
+                    terms[a, b, tgt] = neighbourhood_means(table[tgt], table[src], self.csls_k)
+        self.r_terms = terms.to(self.calls.device)
+
+    def translatable(self, lang: str) -> torch.Tensor:
+        """[n_lang, V] bool: the tokens specific to ``lang`` against each language."""
+        return self.specific[self._index(lang)].cpu()
+
+    def switched_inputs(
+        self,
+        embedding: torch.nn.Embedding,
+        batch: dict[str, torch.Tensor],
+        logits: torch.Tensor,
+    ) -> dict[str, torch.Tensor]:
+        """Encoder inputs of the code-switched pass: ``inputs_embeds`` [B, L, H] of
+        ``input_ids`` with ŷ (``soft_translations`` of the output ``logits`` [N, V] at the N
+        ``switch`` positions) in place of those positions, the batch's masks and positions,
+        and ``cs_token_type_ids`` when present. One lookup for the inputs and the chosen
+        candidates, so one embedding gradient."""
+        ids, switch = batch["input_ids"], batch["switch"]
+        a, b = int(batch["pair"][0]), int(batch["pair"][1])
+        candidates = self.specific[b, a].nonzero().squeeze(1)
+        weights, chosen = soft_translations(
+            logits,
+            embedding.weight,
+            candidates,
+            self.r_terms[a, b, candidates],
+            self.top_k,
+            self.csls_k,
+            self.temperature,
+        )
+        rows = embedding(torch.cat([ids.flatten(), chosen.flatten()]))
+        embeds = rows[: ids.numel()].view(*ids.shape, rows.shape[-1])
+        mixed = rows[ids.numel() :].view(*chosen.shape, rows.shape[-1])
+        y_hat = torch.einsum("nk,nkh->nh", weights.to(mixed.dtype), mixed)
+        kwargs = {
+            "inputs_embeds": embeds.index_put(switch.nonzero(as_tuple=True), y_hat),
+            "attention_mask": batch["attention_mask"],
+            "position_ids": batch["position_ids"],
+        }
+        if "cs_token_type_ids" in batch:
+            kwargs["token_type_ids"] = batch["cs_token_type_ids"]
+        return kwargs
+
+
+@OBJECTIVES.register("tcs_mlm")
+class TokenCodeSwitchMLM(TokenSwitching, CodeSwitchMLM):
+    """Token code-switched MLM: context tokens replaced by self-induced dictionary translations."""
+
+    def __init__(
+        self,
+        ctx: TokenContext,
+        mask_prob: float = 0.15,
+        replace_probs: tuple = (0.8, 0.1),
+        switch_prob: float = 0.15,
+        threshold: int = 100,
+        other_max: int = 100,
+        csls_k: int = 10,
+        refresh_every: int = 0,
+        max_sentences: int = 100_000,
+        layer: int = 0,
+        context_sentences: int = 2000,
+    ) -> None:
+        CodeSwitchMLM.__init__(self, ctx, mask_prob, replace_probs)
+        # its option errors come before the tokenizer's
+        self.init_token(ctx, layer, context_sentences)
+        self.init_switching(
+            ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
+        )
+
+    def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """MLM masking, then ``cs_input_ids``: the masked inputs with switched context tokens
+        replaced by their translations (masked positions kept). All [B, L]."""
+        batch, b = self.collate_switch(raw, generator, self.translatable(raw.source))
+        ids = torch.from_numpy(raw.blocks.astype("int64"))
+        return self.switched_ids(batch, ids, raw.source, b)
+
+    def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One encoder pass over the original and code-switched inputs stacked as [2B, L];
+        logits [2N, V] at the predicted positions (original rows first)."""
+        hidden = encode(model, self.stacked_inputs(batch))
+        selected = (batch["labels"] != IGNORE_INDEX).repeat(2, 1)
+        return masked_lm_logits(model, hidden, selected)
+
+
 @OBJECTIVES.register("scs_mlm")
-class SemanticCodeSwitchMLM(CodeSwitchMLM):
+class SemanticCodeSwitchMLM(SemanticSwitching, CodeSwitchMLM):
     """Semantic code-switched MLM: context embeddings replaced by soft CSLS translations."""
 
     def __init__(
@@ -367,46 +486,18 @@ class SemanticCodeSwitchMLM(CodeSwitchMLM):
         top_k: int = 8,
         temperature: float = 1.0,
     ) -> None:
-        check_range(self.option_where("top_k"), top_k, 1, integer=True)
-        check_range(self.option_where("temperature"), temperature, 0, low_open=True)
-        super().__init__(
-            ctx,
-            mask_prob,
-            replace_probs,
-            switch_prob,
-            threshold,
-            other_max,
-            csls_k,
-            refresh_every,
-            max_sentences,
+        CodeSwitchMLM.__init__(self, ctx, mask_prob, replace_probs)
+        # its option errors come before the tokenizer's
+        self.init_semantic(ctx, top_k, temperature)
+        self.init_switching(
+            ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
         )
-        self.top_k = top_k
-        self.temperature = temperature
-        # r_terms[a, b, y]: CSLS term r_S(y) of b's specific token y against a's specific tokens
-        self.register_buffer("r_terms", torch.zeros(0, 0, ctx.vocab_size))
-
-    @torch.no_grad()
-    def refresh(self, model: PreTrainedModel) -> None:
-        """Recompute the neighbourhood terms r_S(y) of every partner's candidate tokens from
-        the current input embeddings."""
-        table = model.get_input_embeddings().weight.detach()
-        n = len(self.languages)
-        terms = torch.zeros(n, n, self.ctx.vocab_size, device=table.device)
-        specific = self.specific.to(table.device)
-        for a in range(n):
-            for b in range(n):
-                if a != b:
-                    src = specific[a, b].nonzero().squeeze(1)
-                    tgt = specific[b, a].nonzero().squeeze(1)
-                    terms[a, b, tgt] = neighbourhood_means(table[tgt], table[src], self.csls_k)
-        self.r_terms = terms.to(self.calls.device)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """MLM masking plus ``switch`` [B, L] (context tokens of the block's specific
         vocabulary to replace) and ``pair`` [2] (language indices: block, partner)."""
-        a = self._index(raw.source)
-        batch, b = self.collate_switch(raw, generator, self.specific[a].cpu())
-        batch["pair"] = torch.tensor([a, b])
+        batch, b = self.collate_switch(raw, generator, self.translatable(raw.source))
+        batch["pair"] = torch.tensor([self._index(raw.source), b])
         return batch
 
     def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -414,35 +505,10 @@ class SemanticCodeSwitchMLM(CodeSwitchMLM):
         switched positions; a second pass runs on ``inputs_embeds`` with ŷ at those positions.
         Returns logits [2N, V] at the predicted positions of both passes."""
         selected = batch["labels"] != IGNORE_INDEX
-        switch = batch["switch"]
-        ids = batch["input_ids"]
         hidden = encode(model, batch)
-        embedding = model.get_input_embeddings()
-        a, b = int(batch["pair"][0]), int(batch["pair"][1])
-        candidates = self.specific[b, a].nonzero().squeeze(1)
         with torch.no_grad():
-            weights, chosen = soft_translations(
-                masked_lm_logits(model, hidden.detach(), switch),
-                embedding.weight,
-                candidates,
-                self.r_terms[a, b, candidates],
-                self.top_k,
-                self.csls_k,
-                self.temperature,
-            )
-        # one lookup for the inputs and the chosen candidates: one embedding gradient
-        rows = embedding(torch.cat([ids.flatten(), chosen.flatten()]))
-        embeds = rows[: ids.numel()].view(*ids.shape, rows.shape[-1])
-        mixed = rows[ids.numel() :].view(*chosen.shape, rows.shape[-1])
-        y_hat = torch.einsum("nk,nkh->nh", weights.to(mixed.dtype), mixed)
-        embeds = embeds.index_put(switch.nonzero(as_tuple=True), y_hat)
-        kwargs = {
-            "inputs_embeds": embeds,
-            "attention_mask": batch["attention_mask"],
-            "position_ids": batch["position_ids"],
-        }
-        if "cs_token_type_ids" in batch:
-            kwargs["token_type_ids"] = batch["cs_token_type_ids"]
+            logits = masked_lm_logits(model, hidden.detach(), batch["switch"])
+        kwargs = self.switched_inputs(model.get_input_embeddings(), batch, logits)
         switched = model.base_model(**kwargs).last_hidden_state
         # one head call for both passes (original rows first)
         return masked_lm_logits(model, torch.cat([hidden, switched]), selected.repeat(2, 1))

@@ -26,8 +26,10 @@ def losses(run_dir: Path) -> dict[int, float]:
         (f"[{{name: scs_mlm, {SWITCH}}}, {{name: mlm}}]", 1, 2),
         # TCS reads its dictionary in collate, before the refresh of step 4
         (f"[{{name: tcs_mlm, {SWITCH}}}]", 2, 3),
+        # both code-switched MASS objectives in one encoder-decoder run
+        (f"[{{name: scs_mass, {SWITCH}}}, {{name: tcs_mass, {SWITCH}, layer: 1}}]", 1, 2),
     ],
-    ids=["scs", "tcs-grad-accum-2"],
+    ids=["scs", "tcs-grad-accum-2", "scs-tcs-mass"],
 )
 def test_resume_repeats_the_curve(tiny, tmp_path, capsys, objectives, grad_accum, resume_at):
     # no warm-up: with it the first update has lr 0, the refresh before step 2 repeats
