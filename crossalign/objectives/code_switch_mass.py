@@ -21,8 +21,10 @@ unsmoothed loss).
   is the decoder's output layer applied to the encoder's final state at that position. For a
   model initialised from a masked LM (both sides start from it, ``crossalign.models.seq2seq``)
   that layer is the masked LM's head and the encoder is the masked LM, so at the start p is
-  exactly SCS-MLM's distribution; a MASS model trained from scratch never trains its encoder
-  states against that layer, so there ``tcs_mass`` is the better-founded choice.
+  the masked LM's own output, here on MASS's masked encoder input (SCS-MLM applies the same
+  function to 15%-masked blocks); the two drift apart as the decoder trains. A MASS model
+  trained from scratch never trains its encoder states against that layer, so there
+  ``tcs_mass`` is the better-founded choice.
 """
 
 from __future__ import annotations

@@ -234,6 +234,33 @@ def test_scs_forward_shapes_masking_and_replacement(setup):
     assert torch.allclose(logits[n:], expected, atol=1e-4)
 
 
+def test_scs_code_switched_loss_reaches_the_chosen_candidates(setup):
+    """With untied output embeddings, the code-switched loss reaches the rows of candidates
+    absent from the input only through ŷ."""
+    texts, tok, model, ctx = setup
+    config = copy.deepcopy(model.config)
+    config.tie_word_embeddings = False
+    untied = type(model)(config).eval()
+    scs = OBJECTIVES.get("scs_mlm")(ctx, threshold=0, other_max=0, switch_prob=0.5, top_k=3)
+    scs.start(untied, TrainingData.from_texts(tok, texts, ctx.max_length))
+    batch = scs.collate(RawBatch("en", blocks=blocks(tok, texts["en"])), torch.Generator())
+    logits = scs(untied, batch)
+    labels = batch["labels"][batch["labels"] != IGNORE_INDEX]
+    cs_loss, _ = masked_lm_loss(logits[labels.numel() :], labels)
+    cs_loss.backward()
+    weight = untied.get_input_embeddings().weight
+    with torch.no_grad():
+        hidden = untied.base_model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).last_hidden_state
+        cands = scs.specific[1, 0].nonzero().squeeze(1)
+        _, chosen = soft_translations(
+            untied.cls(hidden[batch["switch"]]), weight, cands, scs.r_terms[0, 1, cands], 3
+        )
+    outside = chosen[~torch.isin(chosen, batch["input_ids"])].unique()
+    assert len(outside) > 0 and (weight.grad[outside].abs().sum(1) > 0).all()
+
+
 def test_scs_without_switches_repeats_the_original(setup):
     texts, tok, model, ctx = setup
     scs = make("scs_mlm", setup).eval()

@@ -13,10 +13,13 @@ import torch
 from crossalign.config import ModelConfig
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.data.prepare import TrainingData
+from crossalign.lexicon.induce import induce, layer_vectors
 from crossalign.models.seq2seq import build_seq2seq
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
+from crossalign.objectives.code_switch import soft_translations
 from crossalign.objectives.seq2seq import decoder_logits, encoder_states
 
+from .fake_device import FakeAccelerator, on_accelerator
 from .test_bli_rsim import make_tokenizer
 from .test_code_switch import semantic_switch
 from .test_retrieval import tiny_model
@@ -121,10 +124,24 @@ def test_scs_mass_second_pass_equals_hand_built_embeddings(setup):
     assert switch.any()
     logits = scs(model, batch)
     n = batch["masked_labels"].numel()
-    loss, _, metrics = scs.loss(batch, logits)
+    # the code-switched loss alone reaches the chosen candidates' rows (not in the input) only
+    # through ŷ: the encoder's embeddings are its own, untied from any output layer
+    _, cs_loss = (OBJECTIVES.get("mass")(scs.ctx).loss(batch, part)[0] for part in logits.split(n))
     model.zero_grad()
-    loss.backward()
-    assert model.get_encoder().get_input_embeddings().weight.grad.abs().sum() > 0
+    cs_loss.backward()
+    grad = model.get_encoder().get_input_embeddings().weight.grad
+    with torch.no_grad():
+        states = encoder_states(model, batch)
+        cands = scs.specific[1, 0].nonzero().squeeze(1)
+        _, chosen = soft_translations(
+            model.get_decoder().cls(states[switch]),
+            model.get_encoder().get_input_embeddings().weight,
+            cands,
+            scs.r_terms[0, 1, cands],
+            3,
+        )
+    outside = chosen[~torch.isin(chosen, batch["input_ids"])].unique()
+    assert len(outside) > 0 and (grad[outside].abs().sum(1) > 0).all()
     model.zero_grad()
     with torch.no_grad():
         states = encoder_states(model, batch)
@@ -152,8 +169,9 @@ def test_scs_mass_second_pass_equals_hand_built_embeddings(setup):
 
 
 def test_scs_mass_distribution_is_the_masked_lms_for_a_model_started_from_one(setup, tmp_path):
-    """A model built from a masked LM: the decoder's output layer on the encoder's states is
-    the masked LM's own output at the start (the formulation's justification)."""
+    """A model built from a masked LM: at the start, the decoder's output layer on the
+    encoder's states is the masked LM's own output on the same input (the formulation's
+    justification; scs_mass applies it to MASS's masked encoder input)."""
     _, tok, _, _ = setup
     mlm = tiny_model(len(tok))
     mlm.save_pretrained(tmp_path / "mlm")
@@ -170,8 +188,17 @@ def test_scs_mass_distribution_is_the_masked_lms_for_a_model_started_from_one(se
 def test_refresh_reads_the_encoder(setup):
     """TCS-MASS induces from the encoder's layer; SCS-MASS's CSLS terms follow its embeddings."""
     _, _, model, _ = setup
+    texts, tok, _, _ = setup
     tcs = make("tcs_mass", setup, layer=1, context_sentences=5)
-    assert (tcs.translations[0, 1] >= 0).any()
+    specific = tcs.specific
+    vectors = []
+    for a, lang in enumerate(["en", "es"]):
+        lines = [np.array(tok(x, add_special_tokens=False)["input_ids"]) for x in texts[lang][:5]]
+        wanted = specific[a].any(0).nonzero().squeeze(1)
+        vectors.append(layer_vectors(model.get_encoder(), tok, 1, lines, wanted, lang))
+    src, tgt = specific[0, 1].nonzero().squeeze(1), specific[1, 0].nonzero().squeeze(1)
+    expected = induce(vectors[0], vectors[1], src, tgt, 10).table(len(tok))
+    assert (expected >= 0).any() and torch.equal(tcs.translations[0, 1], expected)
     scs = make("scs_mass", setup)
     before = scs.r_terms.clone()
     emb = model.get_encoder().get_input_embeddings().weight
@@ -184,3 +211,18 @@ def test_refresh_reads_the_encoder(setup):
     finally:
         with torch.no_grad():
             emb.copy_(saved)
+
+
+@pytest.mark.parametrize("name", ["tcs_mass", "scs_mass"])
+def test_refresh_forward_and_loss_stay_on_the_model_device(setup, name):
+    """Buffers and model on the accelerator, collation on the host (as in training)."""
+    _, _, model, _ = setup
+    options = {"layer": 1} if name == "tcs_mass" else {}
+    objective = make(name, setup, refresh_every=1, **options)
+    with FakeAccelerator(model, objective):
+        objective.step_begins(model, 1)
+        batch = en_batch(setup, objective)
+        device = model.get_encoder().get_input_embeddings().weight.device
+        moved = {k: v.to(device) for k, v in batch.items()}
+        loss, _, _ = objective.loss(moved, objective(model, moved))
+        assert on_accelerator(loss)
