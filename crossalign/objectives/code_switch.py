@@ -78,8 +78,8 @@ def switch_positions(
 class CodeSwitching:
     """Mixin of the code-switched objectives (MLM- or MASS-based): the switching options, the
     language-specific vocabularies, the partner language and the switched positions. The
-    host is an ``Objective`` whose ``__init__`` calls ``init_switching`` after its own (and
-    after ``init_token`` or ``init_semantic``)."""
+    host is an ``Objective`` whose ``__init__`` checks its own options first (``init_token``
+    or ``init_semantic``, then the host's ``__init__``), then calls ``init_switching``."""
 
     def init_switching(
         self,
@@ -121,6 +121,11 @@ class CodeSwitching:
         # step_begins it counted training micro-batches, the same number with grad_accum 1)
         self.register_buffer("calls", torch.zeros((), dtype=torch.long))
         self.register_buffer("specific", torch.zeros(0, 0, ctx.vocab_size, dtype=torch.bool), False)
+        self.register_state(ctx)
+
+    def register_state(self, ctx: TokenContext) -> None:
+        """Register the buffers of the model-dependent state (saved with checkpoints)."""
+        raise NotImplementedError
 
     def build_vocabularies(self) -> None:
         """``specific[a, b]``: bool [V] of the tokens specific to language a against b."""
@@ -249,7 +254,7 @@ def switching_encoder(model: PreTrainedModel) -> PreTrainedModel:
 class TokenSwitching(CodeSwitching):
     """TCS's state: per ordered language pair, a dictionary induced by CSLS from the model."""
 
-    def init_token(self, ctx: TokenContext, layer: int, context_sentences: int) -> None:
+    def init_token(self, layer: int, context_sentences: int) -> None:
         """Options: ``layer`` (>= 0; 0: the embedding layer), the layer the dictionary is
         induced from; ``context_sentences`` (>= 1), the sentences per language its
         context-averaged vectors are taken over."""
@@ -257,7 +262,9 @@ class TokenSwitching(CodeSwitching):
         check_range(self.option_where("context_sentences"), context_sentences, 1, integer=True)
         self.layer = layer
         self.context_sentences = context_sentences
-        # translations[a, b, t]: the id of token t of language a in language b, or -1
+
+    def register_state(self, ctx: TokenContext) -> None:
+        """``translations[a, b, t]``: the id of token t of language a in language b, or -1."""
         self.register_buffer("translations", torch.zeros(0, 0, ctx.vocab_size, dtype=torch.long))
 
     @torch.no_grad()
@@ -361,14 +368,17 @@ def soft_translations(
 class SemanticSwitching(CodeSwitching):
     """SCS's state: the CSLS neighbourhood terms of every partner's candidate tokens."""
 
-    def init_semantic(self, ctx: TokenContext, top_k: int, temperature: float) -> None:
+    def init_semantic(self, top_k: int, temperature: float) -> None:
         """Options: ``top_k`` (>= 1), the tokens of x̂ and the candidates of ŷ;
         ``temperature`` (> 0) of the candidates' softmax."""
         check_range(self.option_where("top_k"), top_k, 1, integer=True)
         check_range(self.option_where("temperature"), temperature, 0, low_open=True)
         self.top_k = top_k
         self.temperature = temperature
-        # r_terms[a, b, y]: CSLS term r_S(y) of b's specific token y against a's specific tokens
+
+    def register_state(self, ctx: TokenContext) -> None:
+        """``r_terms[a, b, y]``: the CSLS term r_S(y) of b's specific token y against a's
+        specific tokens."""
         self.register_buffer("r_terms", torch.zeros(0, 0, ctx.vocab_size))
 
     @torch.no_grad()
@@ -446,9 +456,8 @@ class TokenCodeSwitchMLM(TokenSwitching, CodeSwitchMLM):
         layer: int = 0,
         context_sentences: int = 2000,
     ) -> None:
+        self.init_token(layer, context_sentences)  # its option errors come first
         CodeSwitchMLM.__init__(self, ctx, mask_prob, replace_probs)
-        # its option errors come before the tokenizer's
-        self.init_token(ctx, layer, context_sentences)
         self.init_switching(
             ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
         )
@@ -486,9 +495,8 @@ class SemanticCodeSwitchMLM(SemanticSwitching, CodeSwitchMLM):
         top_k: int = 8,
         temperature: float = 1.0,
     ) -> None:
+        self.init_semantic(top_k, temperature)  # its option errors come first
         CodeSwitchMLM.__init__(self, ctx, mask_prob, replace_probs)
-        # its option errors come before the tokenizer's
-        self.init_semantic(ctx, top_k, temperature)
         self.init_switching(
             ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
         )

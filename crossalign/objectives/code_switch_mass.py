@@ -109,9 +109,8 @@ class TokenCodeSwitchMASS(TokenSwitching, CodeSwitchMASS):
         context_sentences: int = 2000,
     ) -> None:
         """Options: MASS's and ``tcs_mlm``'s (``mask_prob`` aside: MASS masks its span)."""
+        self.init_token(layer, context_sentences)  # its option errors come first
         CodeSwitchMASS.__init__(self, ctx, span_ratio, replace_probs, label_smoothing)
-        # its option errors come before the tokenizer's
-        self.init_token(ctx, layer, context_sentences)
         self.init_switching(
             ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
         )
@@ -149,9 +148,8 @@ class SemanticCodeSwitchMASS(SemanticSwitching, CodeSwitchMASS):
         temperature: float = 1.0,
     ) -> None:
         """Options: MASS's and ``scs_mlm``'s (``mask_prob`` aside: MASS masks its span)."""
+        self.init_semantic(top_k, temperature)  # its option errors come first
         CodeSwitchMASS.__init__(self, ctx, span_ratio, replace_probs, label_smoothing)
-        # its option errors come before the tokenizer's
-        self.init_semantic(ctx, top_k, temperature)
         self.init_switching(
             ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
         )

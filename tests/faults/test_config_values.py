@@ -148,6 +148,7 @@ def context() -> TokenContext:
         ("tcs_mlm", {"layer": -1}, "objective tcs_mlm: layer=-1 must be >= 0"),
         ("scs_mlm", {"top_k": 0}, "objective scs_mlm: top_k=0 must be >= 1"),
         ("scs_mlm", {"temperature": 0}, "objective scs_mlm: temperature=0 must be > 0"),
+        ("tcs_mlm", {"layer": -1, "mask_prob": 2}, "objective tcs_mlm: layer=-1 must be >= 0"),
         ("tcs_mass", {"layer": -1}, "objective tcs_mass: layer=-1 must be >= 0"),
         ("scs_mass", {"top_k": 0}, "objective scs_mass: top_k=0 must be >= 1"),
         ("scs_mass", {"span_ratio": 0}, "objective scs_mass: span_ratio=0 must be in (0, 1]"),
