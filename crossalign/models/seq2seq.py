@@ -139,12 +139,15 @@ def generate_ids(
     max_new_tokens: int,
     num_beams: int = 1,
     length_penalty: float = 1.0,
+    synced: bool = False,
 ) -> torch.Tensor:
     """Translations of encoder inputs ``input_ids`` [B, S] (``<s> x </s>``, padded; mask
     [B, S]) from the language with embedding row ``source`` into row ``target``: [B, T] long,
     each row ``<s> y </s>`` then padding (``T <= max_new_tokens + 1``). Greedy with
     ``num_beams`` 1, else beam search with ``length_penalty`` (scores divided by
-    length**penalty). The decoder's language rows are ``target``'s at every step; no grad."""
+    length**penalty). The decoder's language rows are ``target``'s at every step; no grad.
+    ``synced``: every process decodes until all are done (transformers' ``synced_gpus``),
+    which sharded parameters need (``is_sharded``)."""
     kwargs = {}
     if model_languages(model):
         kwargs["token_type_ids"] = torch.full_like(input_ids, source)
@@ -160,8 +163,19 @@ def generate_ids(
             length_penalty=length_penalty,
             do_sample=False,
             early_stopping=num_beams > 1,
+            synced_gpus=synced,
             **kwargs,
         )
+
+
+def is_sharded(model: torch.nn.Module) -> bool:
+    """True when ``model``'s parameters are sharded across processes (FSDP units inside it, or
+    DeepSpeed ZeRO-3), so that every forward pass gathers them from all processes."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    fsdp = any(isinstance(m, FullyShardedDataParallel) for m in model.modules())
+    return fsdp or is_deepspeed_zero3_enabled()
 
 
 def encoder_inputs(

@@ -37,7 +37,7 @@ from crossalign.checks import check_choice, check_range
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
 from crossalign.data.noise import add_noise
 from crossalign.errors import CrossalignError
-from crossalign.models.seq2seq import generate_ids
+from crossalign.models.seq2seq import generate_ids, is_sharded
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
 from crossalign.objectives.cooc_gc import GlobalCooccurrence
 from crossalign.objectives.mlm import add_masked_index, check_replace_probs, masked_lm_logits
@@ -400,7 +400,9 @@ class BackTranslation(Seq2SeqObjective):
     ) -> dict[str, torch.Tensor]:
         """The batch with its encoder fields replaced by the model's translation of them into
         the partner language (eval mode, greedy, no gradient): rows ``<s> y </s>``; a
-        translation cut at the length limit gets its ``</s>`` appended."""
+        translation cut at the length limit gets its ``</s>`` appended. With sharded
+        parameters (FSDP, ZeRO-3) every process decodes until all are done, since each
+        decoding step gathers the shards from all of them."""
         ctx = self.ctx
         longest = int(batch["attention_mask"].sum(1).max())
         new = min(int(self.max_len_a * longest + self.max_len_b), ctx.max_length - 2)
@@ -410,7 +412,7 @@ class BackTranslation(Seq2SeqObjective):
             source = int(batch["token_type_ids"][0, 0])
             out = generate_ids(
                 model, batch["input_ids"], batch["attention_mask"], source,
-                int(batch["bt_language"]), max_new_tokens=max(1, new),
+                int(batch["bt_language"]), max_new_tokens=max(1, new), synced=is_sharded(model),
             )  # fmt: skip
         finally:
             model.train(was_training)
