@@ -6,9 +6,11 @@ transform), an optional derived corpus per matrix cell, commands that prepare wh
 (a tokenizer, a co-occurrence matrix), and the evaluations to run on every model; then the
 report. Everything is keyed by what it depends on, so an interrupted or
 repeated study continues where it stopped: a run whose ``config.yaml`` equals the config it
-would get and which holds ``model/`` is reused, one with checkpoints is resumed, any other
-is started again; an evaluation whose record (evaluation, version, options, label, config
-hash) is already in the run's ``results.jsonl`` is not run again.
+would get and which holds ``model/`` is reused, and so is one whose model is gone but whose
+``results.jsonl`` holds every evaluation's record (a study's records kept or moved without its
+models, e.g. from a GPU machine); one with checkpoints is resumed, any other is started again;
+an evaluation whose record (evaluation, version, options, label, config hash) is already in
+the run's ``results.jsonl`` is not run again.
 
 Strings in the study (configs, overrides, run_dir, evaluation options) may name variables as
 ``{name}`` (a name alone in braces, so YAML flow mappings such as ``{name: mlm}`` stay as they
@@ -440,11 +442,14 @@ def ensure_prepared(step: PreparedStep, ledger: Path) -> None:
     write_json_atomic(ledger, {**_ledger(ledger), key: step.command})
 
 
-def run_state(cfg: RunConfig) -> str:
+def run_state(cfg: RunConfig, evals: Sequence[tuple[Evaluation, Any, str | None]] = ()) -> str:
     """What ``ensure_trained`` does with ``cfg``: ``done`` (its run directory holds a finished
-    run of the same resolved config), ``resume`` (checkpoints of that config) or ``train``."""
+    run of the same resolved config), ``measured`` (the same config, its model gone, but
+    ``results.jsonl`` holds a record of every one of ``evals``: a study's records kept or moved
+    without its models), ``resume`` (checkpoints of that config) or ``train``."""
     from crossalign.checkpoint import CONFIG, list_checkpoints
     from crossalign.config import config_to_dict
+    from crossalign.evals.results import find_record, read_results
 
     run_dir = Path(cfg.run_dir)
     saved = run_dir / CONFIG
@@ -453,18 +458,25 @@ def run_state(cfg: RunConfig) -> str:
     )
     if same and (run_dir / "model").is_dir():
         return "done"
+    if same and evals:
+        records = read_results(run_dir)
+        model = run_dir / "model"
+        if all(find_record(records, e, model, opts, label) for e, opts, label in evals):
+            return "measured"
     return "resume" if same and list_checkpoints(run_dir) else "train"
 
 
-def ensure_trained(cfg: RunConfig, label: str) -> Path:
-    """Train the run ``cfg`` describes unless it is finished with the same resolved config: a
-    run directory whose ``config.yaml`` equals it and holds ``model/`` is reused, one with
-    checkpoints is resumed, anything else is started again (``--overwrite``). Returns
-    ``run_dir``."""
+def ensure_trained(
+    cfg: RunConfig, label: str, evals: Sequence[tuple[Evaluation, Any, str | None]] = ()
+) -> Path:
+    """Train the run ``cfg`` describes unless ``run_state`` finds it finished (``done``) or
+    measured by every one of ``evals`` (``measured``): a run directory whose ``config.yaml``
+    equals it and holds ``model/`` or all those records is reused, one with checkpoints is
+    resumed, anything else is started again (``--overwrite``). Returns ``run_dir``."""
     from crossalign.training import train
 
-    state = run_state(cfg)
-    if state != "done":
+    state = run_state(cfg, evals)
+    if state not in ("done", "measured"):
         print(f"== pre-training {label} ({cfg.train.steps} steps)")
         resume = state == "resume"
         train(cfg, resume="last" if resume else None, overwrite=not resume)
@@ -546,8 +558,8 @@ def describe_plan(
     derives: Mapping[Path, Any],
 ) -> str:
     """The lines ``--dry-run`` prints: each derived corpus, prepare step and run with what
-    would be done (made / to run; done / resume / train, and how many evaluations are still to
-    run)."""
+    would be done (made / to run; done / measured / resume / train, and how many evaluations
+    are still to run)."""
     from crossalign.evals.results import find_record, read_results
 
     lines = []
@@ -558,8 +570,8 @@ def describe_plan(
         state = "made" if is_made(step, ledger) else "to run"
         lines.append(f"prepare  {state:7} crossalign {step.command}")
     for run, cfg, evals in checked:
-        state = "as is" if cfg is None else run_state(cfg)
-        records = read_results(run.run_dir) if state in ("done", "as is") else []
+        state = "as is" if cfg is None else run_state(cfg, evals)
+        records = read_results(run.run_dir) if state in ("done", "measured", "as is") else []
         todo = sum(
             find_record(records, evaluation, run.model_dir, opts, label) is None
             for evaluation, opts, label in evals
@@ -572,16 +584,32 @@ def describe_plan(
     return "\n".join(lines)
 
 
-def run_compare(study: Study, *, report: bool = True, dry_run: bool = False) -> StudyResult:
+def run_compare(
+    study: Study,
+    *,
+    report: bool = True,
+    dry_run: bool = False,
+    seeds: Sequence[int] | None = None,
+) -> StudyResult:
     """Derive, train and evaluate everything ``study`` lists (reusing what is done), then
     write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
-    correlations). ``dry_run``: check the study and print what would be done, nothing more."""
+    correlations). ``dry_run``: check the study and print what would be done, nothing more.
+    ``seeds``: only the runs of these seeds, in the directories the whole study gives them
+    (e.g. one process per seed on a machine with room for several)."""
     from crossalign.config import load_config
     from crossalign.data.derive_settings import DeriveSettings
     from crossalign.evals.registry import evaluations
     from crossalign.schema import build_dataclass
 
     runs = plan(study)
+    if seeds is not None:
+        unknown = sorted(set(seeds) - {r.seed for r in runs})
+        if unknown:
+            raise CrossalignError(
+                f"study '{study.name}' has no seed {unknown[0]}; its seeds: "
+                f"{', '.join(str(s) for s in dict.fromkeys(r.seed for r in runs))}"
+            )
+        runs = [r for r in runs if r.seed in seeds]
     if report and not dry_run:  # not after hours of training
         from crossalign.extras import require
 
@@ -630,7 +658,7 @@ def run_compare(study: Study, *, report: bool = True, dry_run: bool = False) -> 
         if cfg is None:
             ensure_as_is(run)
         else:
-            ensure_trained(cfg, label)
+            ensure_trained(cfg, label, evals)
         records[run.run_dir] = [
             ensure_evaluated(run, evaluation, opts, spec_label, label)
             for evaluation, opts, spec_label in evals

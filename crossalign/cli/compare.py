@@ -12,7 +12,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.out:
         overrides.append(f"out={args.out}")
     study = select_runs(load_study(args.study, overrides), args.runs)
-    result = run_compare(study, report=not args.no_report, dry_run=args.dry_run)
+    result = run_compare(study, report=not args.no_report, dry_run=args.dry_run, seeds=args.seeds)
     if args.dry_run:
         return 0
     print(f"{len(result.runs)} runs in {study.out}")
@@ -23,6 +23,15 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(n) for n in _names(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a comma-separated list of seeds"
+        ) from None
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +53,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=_names,
         metavar="NAME,...",
         help="run only these runs, in this order (default: every run not marked optional)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_seeds,
+        metavar="N,...",
+        help="run only these of the study's seeds, in the directories the whole study gives "
+        "them (e.g. one process per seed; report once all are done)",
     )
     p.add_argument("--no-report", action="store_true", help="train and evaluate only")
     p.add_argument(

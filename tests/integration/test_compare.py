@@ -287,3 +287,41 @@ def test_an_evaluation_can_measure_some_runs_only(tmp_path, capsys):
     path = _study(tmp_path, evaluations=[{**retrieval, "runs": ["xml"]}])
     assert main(["compare", str(path), "--dry-run"]) == 2
     assert "evaluations.0 (retrieval) names run 'xml'" in capsys.readouterr().err
+
+
+def test_records_without_models_are_reused_and_a_new_evaluation_retrains(tmp_path, capsys):
+    import shutil
+
+    path = _study(tmp_path, seeds=[0])
+    assert main(["compare", str(path), "--no-report"]) == 0
+    out = tmp_path / "study"
+    runs = [out / "runs" / name for name in ("mlm", "xlm")]
+    for run in runs:  # the records kept without the models, as a study moved off its machine
+        shutil.rmtree(run / "model")
+        shutil.rmtree(run / "checkpoints", ignore_errors=True)
+    capsys.readouterr()
+    assert main(["compare", str(path), "--dry-run"]) == 0
+    assert capsys.readouterr().out.count("measured") == 2
+    assert main(["compare", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "== pre-training" not in printed and "== evaluating" not in printed
+    assert "mlm" in (out / "report" / "report.md").read_text()
+
+    # an evaluation they were not measured by needs the model: the runs are trained again
+    assert main(["compare", str(path), "evaluations.1.options.layer=1", "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("== pre-training") == 2 and printed.count("== evaluating") == 4
+    assert all((run / "model").is_dir() for run in runs)
+
+
+def test_seeds_runs_some_seeds_in_the_whole_studys_directories(tmp_path, capsys):
+    path = _study(tmp_path)
+    assert main(["compare", str(path), "--seeds", "1", "--runs", "mlm", "--no-report"]) == 0
+    out = tmp_path / "study" / "runs" / "mlm"
+    assert (out / "seed-1" / "model").is_dir() and not (out / "seed-0").exists()
+    capsys.readouterr()
+    assert main(["compare", str(path), "--runs", "mlm", "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("== pre-training") == 1 and "mlm seed 0" in printed
+    assert main(["compare", str(path), "--seeds", "0,3", "--dry-run"]) == 2
+    assert "has no seed 3; its seeds: 0, 1" in capsys.readouterr().err
