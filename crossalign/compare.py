@@ -145,6 +145,10 @@ class Study:
     correlate: list[list[str]] = field(default_factory=list)
     """Pairs of metrics (``eval.metric`` or ``label.metric``) whose Spearman ρ over all
     runs the report shows."""
+    contrast: list[list[str]] = field(default_factory=list)
+    """Pairs of runs ``[baseline, method]``: the report lists the measures on which the
+    method is better or worse than the baseline beyond seed noise (95% intervals apart over
+    the seeds), with Welch's p."""
 
 
 @dataclass
@@ -251,6 +255,15 @@ def _check(study: Study, path: Path) -> None:
             )
         if r.seeds is not None and not r.seeds:
             raise CrossalignError(f"{path}: run '{r.name}' has empty 'seeds'; give one or drop it")
+    for i, pair in enumerate(study.contrast):
+        if len(pair) != 2:
+            raise CrossalignError(f"{path}: contrast.{i} must be [baseline, method], got {pair!r}")
+        unknown = [name for name in pair if name not in names]
+        if unknown:
+            raise CrossalignError(
+                f"{path}: contrast.{i} names run '{unknown[0]}', which the study does not "
+                f"have; its runs: {', '.join(names)}"
+            )
     for i, spec in enumerate(study.evaluations):
         unknown = sorted(set(spec.runs or ()) - set(names))
         if unknown:
@@ -668,9 +681,11 @@ def run_compare(
         from crossalign.report import write_report
 
         extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
+        chosen = {r.name for r in runs}
+        pairs = [(a, b) for a, b in study.contrast if a in chosen and b in chosen]
         paths = write_report(
             [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
-            extra_sections=extra,
+            extra_sections=extra, contrasts=pairs,
         )  # fmt: skip
         result.report = Path(paths.markdown)
     return result

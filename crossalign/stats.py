@@ -35,3 +35,28 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
 
     result = spearmanr(x, y)
     return float(result.statistic), float(result.pvalue)
+
+
+def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of Welch's t-test that ``a`` and ``b`` have the same mean
+    (``scipy.stats.ttest_ind(a, b, equal_var=False)``); NaN when a side has fewer than two
+    values or both sides are constant."""
+    if len(a) < 2 or len(b) < 2 or (len(set(a)) < 2 and len(set(b)) < 2):
+        return float("nan")
+    import warnings
+
+    from scipy.stats import ttest_ind
+
+    with warnings.catch_warnings():  # nearly equal values: scipy warns, the p stands
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def intervals_apart(a: Sequence[float], b: Sequence[float]) -> bool:
+    """Whether the 95% Student-t intervals of the means of ``a`` and ``b`` (``t_interval``)
+    do not overlap: ``|mean(b) − mean(a)| > h(a) + h(b)``; never for a single value."""
+    mean_a, half_a = t_interval(a)
+    mean_b, half_b = t_interval(b)
+    if half_a is None or half_b is None:
+        return False
+    return abs(mean_b - mean_a) > half_a + half_b

@@ -9,9 +9,16 @@ import argparse
 def _report(args: argparse.Namespace) -> int:
     from crossalign.report import write_report
 
-    paths = write_report(args.run_dirs, args.out, title=args.title)
+    paths = write_report(args.run_dirs, args.out, title=args.title, contrasts=args.contrast)
     print(f"wrote {paths.markdown}, {paths.html}, {paths.json} and {len(paths.figures)} figures")
     return 0
+
+
+def _pair(text: str) -> tuple[str, str]:
+    names = [n.strip() for n in text.split(",")]
+    if len(names) != 2 or not all(names):
+        raise argparse.ArgumentTypeError(f"'{text}' is not BASELINE,METHOD")
+    return names[0], names[1]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,4 +39,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="report directory (replaced as a whole; new, empty or a previous report)",
     )
     p.add_argument("--title", default=None, help="page title (default: crossalign report)")
+    p.add_argument(
+        "--contrast",
+        type=_pair,
+        action="append",
+        default=[],
+        metavar="BASELINE,METHOD",
+        help="two groups (as the report names them): list the measures on which METHOD is "
+        "better or worse than BASELINE beyond seed noise (95%% intervals apart), with Welch's "
+        "p; repeatable",
+    )
     p.set_defaults(func=_report)

@@ -85,6 +85,14 @@ def test_a_study_trains_evaluates_reports_and_then_reuses_everything(tmp_path, c
     assert printed.count("== pre-training") == 2 and "xlm" not in printed
 
 
+def test_a_contrast_must_name_two_of_the_studys_runs(tmp_path, capsys):
+    for pair, message in ((["mlm", "bert"], "contrast.0 names run 'bert'"),
+                          (["mlm"], "contrast.0 must be [baseline, method]")):  # fmt: skip
+        path = _study(tmp_path, contrast=[pair])
+        assert main(["compare", str(path), "--dry-run"]) == 2
+        assert message in capsys.readouterr().err
+
+
 def test_study_files_are_checked_before_any_work(tmp_path, capsys):
     path = _study(tmp_path, run_dir="{out}/runs")
     assert main(["compare", str(path)]) == 2
@@ -292,7 +300,7 @@ def test_an_evaluation_can_measure_some_runs_only(tmp_path, capsys):
 def test_records_without_models_are_reused_and_a_new_evaluation_retrains(tmp_path, capsys):
     import shutil
 
-    path = _study(tmp_path, seeds=[0])
+    path = _study(tmp_path, seeds=[0], contrast=[["mlm", "xlm"]])
     assert main(["compare", str(path), "--no-report"]) == 0
     out = tmp_path / "study"
     runs = [out / "runs" / name for name in ("mlm", "xlm")]
@@ -305,7 +313,8 @@ def test_records_without_models_are_reused_and_a_new_evaluation_retrains(tmp_pat
     assert main(["compare", str(path)]) == 0
     printed = capsys.readouterr().out
     assert "== pre-training" not in printed and "== evaluating" not in printed
-    assert "mlm" in (out / "report" / "report.md").read_text()
+    report = (out / "report" / "report.md").read_text()
+    assert "## Contrasts" in report and "**xlm vs mlm**: of " in report
 
     # an evaluation they were not measured by needs the model: the runs are trained again
     assert main(["compare", str(path), "evaluations.1.options.layer=1", "--no-report"]) == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Evaluation, Metric
 from crossalign.fileio import append_jsonl
 from crossalign.report import html, markdown, plots, write_report
-from crossalign.stats import t_interval
+from crossalign.stats import intervals_apart, t_interval, welch_p
 
 
 @dataclass
@@ -361,6 +362,13 @@ def test_cli_report(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "r2")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("crossalign: error: ") and "missing" in err and err.count("\n") == 1
+    other = make_run(tmp_path, "b", config("xlm", 0), metrics=[{"step": 1, "loss": 1.0}])
+    args = ["report", str(run), str(other), "--out", str(tmp_path / "r3"), "--contrast", "a,b"]
+    assert main(args) == 0
+    assert "**b vs a**: of 0 ranked measures" in (tmp_path / "r3" / "report.md").read_text()
+    with pytest.raises(SystemExit):
+        main(["report", str(run), "--out", str(tmp_path / "r4"), "--contrast", "a"])
+    assert "'a' is not BASELINE,METHOD" in capsys.readouterr().err
 
 
 def test_group_names_drop_the_seed_part_of_run_names():
@@ -389,3 +397,61 @@ def test_runs_table_gives_training_and_evaluation_minutes(tmp_path):
     assert (
         "Wall-clock time: 0.10 h training (1 run without a logged time), 0.05 h evaluation." in page
     )
+
+
+def test_welch_p_matches_scipy_and_intervals_apart_on_constructed_cases():
+    a, b = [0.30, 0.34, 0.35], [0.50, 0.52, 0.57]
+    assert welch_p(a, b) == pytest.approx(scipy.stats.ttest_ind(a, b, equal_var=False).pvalue)
+    assert math.isnan(welch_p([0.3], b)) and math.isnan(welch_p([1.0, 1.0], [2.0, 2.0]))
+    assert intervals_apart(a, b)
+    # the same means with wide spreads: the intervals overlap
+    assert not intervals_apart([0.10, 0.34, 0.55], [0.30, 0.52, 0.77])
+    # apart exactly when |difference| > h(a) + h(b)
+    close = [0.30 + 0.05, 0.34 + 0.05, 0.35 + 0.05]
+    gap = abs(t_interval(close)[0] - t_interval(a)[0])
+    assert intervals_apart(a, close) == (gap > t_interval(a)[1] + t_interval(close)[1])
+    assert not intervals_apart([0.3], [0.9])
+
+
+def test_contrast_lists_measures_apart_by_direction_with_welch_p(tmp_path):
+    pairs_of = {  # xlm: better hit@1 and worse (higher) AER beyond noise; words are not ranked
+        "mlm": [(0.30, 0.20), (0.34, 0.21), (0.35, 0.22)],
+        "xlm": [(0.50, 0.30), (0.52, 0.31), (0.57, 0.33)],
+        "tlm": [(0.20, 0.20), (0.40, 0.22), (0.45, 0.21)],
+    }
+    values = {
+        obj: [{"hit@1": h, "aer": e, "words": 9} for h, e in seeds]
+        for obj, seeds in pairs_of.items()
+    }
+    runs = [
+        make_run(tmp_path, f"{obj}-s{seed}", config(obj, seed),
+                 results=[record(f"{obj}-s{seed}", "bli", m)])
+        for obj, seeds in values.items()
+        for seed, m in enumerate(seeds)
+    ]  # fmt: skip
+    pairs = [("mlm", "xlm"), ("mlm", "tlm")]
+    page = write_report(runs, tmp_path / "r", lookup=LOOKUP, contrasts=pairs).markdown.read_text()
+    section = page.split("## Contrasts\n\n", 1)[1]
+    assert "**xlm vs mlm**: of 2 ranked measures, 1 better and 1 worse beyond seed noise" in section
+    assert "**tlm vs mlm**: of 2 ranked measures, 0 better and 0 worse" in section
+    rows = [cells(line) for line in section.splitlines() if line.startswith("| bli")]
+    hit = [v["hit@1"] for v in values["mlm"]], [v["hit@1"] for v in values["xlm"]]
+    p = scipy.stats.ttest_ind(*hit, equal_var=False).pvalue
+    assert rows[0][0] == "bli: Hit@1 % ↑" and rows[0][3] == "+20.00" and rows[0][5] == "better"
+    assert rows[0][4] == f"{p:.2g}"
+    assert rows[1][0] == "bli: AER % ↓" and rows[1][5] == "worse"
+    with pytest.raises(CrossalignError, match="no groups 'mlm' and 'bert'; its groups: mlm, xlm"):
+        write_report(runs, tmp_path / "r2", lookup=LOOKUP, contrasts=[("mlm", "bert")])
+
+
+def test_contrast_pairs_groups_of_each_matrix_cell_by_run_name(tmp_path):
+    runs = [
+        make_run(tmp_path, f"{cell}/{obj}/seed-{seed}", {**config(obj, seed), "cell": cell},
+                 results=[record(obj, "bli", {"hit@1": h + 0.01 * seed})])
+        for cell in ("trans", "inv")
+        for obj, h in (("mlm", 0.3), ("xlm", 0.6))
+        for seed in range(2)
+    ]  # fmt: skip
+    page = write_report(runs, tmp_path / "r", lookup=LOOKUP, contrasts=[("mlm", "xlm")])
+    text = page.markdown.read_text()
+    assert "**trans/xlm vs trans/mlm**" in text and "**inv/xlm vs inv/mlm**" in text
