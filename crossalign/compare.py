@@ -479,6 +479,41 @@ def run_state(cfg: RunConfig, evals: Sequence[tuple[Evaluation, Any, str | None]
     return "resume" if same and list_checkpoints(run_dir) else "train"
 
 
+def reuse_checks(
+    checked: Sequence[tuple[PlannedRun, RunConfig | None, list]],
+) -> dict[Path, list]:
+    """Per run directory, the evaluations whose records let ``run_state`` reuse a run without
+    its model (``measured``): none for a run whose ``model/`` a run that will train starts
+    from (``model.path``), so that it is trained again first — through chains of such runs."""
+    keep = {run.run_dir: list(evals) for run, _, evals in checked}
+    while True:
+        training = [
+            cfg for run, cfg, _ in checked
+            if cfg is not None and run_state(cfg, keep[run.run_dir]) in ("train", "resume")
+        ]  # fmt: skip
+        needed = {Path(c.model.path).resolve() for c in training if c.model.path}
+        dropped = [
+            run.run_dir for run, cfg, _ in checked
+            if cfg is not None and keep[run.run_dir] and run.model_dir.resolve() in needed
+        ]  # fmt: skip
+        if not dropped:
+            return keep
+        for run_dir in dropped:
+            keep[run_dir] = []
+
+
+def is_idle(run: PlannedRun, cfg: RunConfig | None, evals: list, reuse: list) -> bool:
+    """Whether the run needs no work: reused (``done``, ``measured`` with ``reuse``, or a
+    ``model`` run) and every one of ``evals`` already recorded."""
+    from crossalign.evals.results import find_record, read_results
+
+    state = "as is" if cfg is None else run_state(cfg, reuse)
+    if state not in ("done", "measured", "as is"):
+        return False
+    records = read_results(run.run_dir)
+    return all(find_record(records, e, run.model_dir, o, label) for e, o, label in evals)
+
+
 def ensure_trained(
     cfg: RunConfig, label: str, evals: Sequence[tuple[Evaluation, Any, str | None]] = ()
 ) -> Path:
@@ -550,6 +585,19 @@ def run_metrics(records: Sequence[ResultRecord]) -> dict[str, float]:
     return out
 
 
+def contrast_pairs(study: Study, runs: Sequence[PlannedRun]) -> list[tuple[list[Path], list[Path]]]:
+    """The study's ``contrast`` pairs as run directories, per matrix cell: (the baseline's
+    runs, the method's runs) of each cell where ``runs`` has both."""
+    out = []
+    for baseline, method in study.contrast:
+        for cell in cells(study):
+            sides = [[r.run_dir for r in runs if r.name == n and r.cell == cell] for n in
+                     (baseline, method)]  # fmt: skip
+            if all(sides):
+                out.append((sides[0], sides[1]))
+    return out
+
+
 def correlation_section(study: Study, result: StudyResult) -> str:
     """Markdown: Spearman's ρ (and p) of each ``correlate`` pair over every run."""
     from crossalign.stats import spearman
@@ -569,6 +617,7 @@ def describe_plan(
     steps: Sequence[PreparedStep],
     ledger: Path,
     derives: Mapping[Path, Any],
+    reuse: Mapping[Path, list],
 ) -> str:
     """The lines ``--dry-run`` prints: each derived corpus, prepare step and run with what
     would be done (made / to run; done / measured / resume / train, and how many evaluations
@@ -583,7 +632,7 @@ def describe_plan(
         state = "made" if is_made(step, ledger) else "to run"
         lines.append(f"prepare  {state:7} crossalign {step.command}")
     for run, cfg, evals in checked:
-        state = "as is" if cfg is None else run_state(cfg, evals)
+        state = "as is" if cfg is None else run_state(cfg, reuse[run.run_dir])
         records = read_results(run.run_dir) if state in ("done", "measured", "as is") else []
         todo = sum(
             find_record(records, evaluation, run.model_dir, opts, label) is None
@@ -608,7 +657,7 @@ def run_compare(
     write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
     correlations). ``dry_run``: check the study and print what would be done, nothing more.
     ``seeds``: only the runs of these seeds, in the directories the whole study gives them
-    (e.g. one process per seed on a machine with room for several)."""
+    (e.g. one process per seed on a machine with room for several), and no report."""
     from crossalign.config import load_config
     from crossalign.data.derive_settings import DeriveSettings
     from crossalign.evals.registry import evaluations
@@ -623,6 +672,7 @@ def run_compare(
                 f"{', '.join(str(s) for s in dict.fromkeys(r.seed for r in runs))}"
             )
         runs = [r for r in runs if r.seed in seeds]
+        report = False  # a report of some seeds would replace the study's
     if report and not dry_run:  # not after hours of training
         from crossalign.extras import require
 
@@ -656,22 +706,35 @@ def run_compare(
             evals.append((evaluation, opts, spec.label))
         checked.append((run, cfg, evals))
     ledger = Path(study.out) / "prepared.json"
+    reuse = reuse_checks(checked)
     if dry_run:
-        print(describe_plan(checked, list(steps.values()), ledger, derives))
+        print(describe_plan(checked, list(steps.values()), ledger, derives, reuse))
         return StudyResult(runs=runs, records={}, report=None)
+    # a cell whose runs all need no work (e.g. records copied without models) does not make
+    # its derived corpus or prepare outputs when they are missing
+    busy = {
+        repr(run.cell) for run, cfg, evals in checked
+        if not is_idle(run, cfg, evals, reuse[run.run_dir])
+    }  # fmt: skip
     records: dict[Path, list[ResultRecord]] = {}
+    pending: list[PreparedStep] = []  # missing outputs idle cells did not make
     for (run, cfg, evals), mine in zip(checked, cell_steps):
+        idle = repr(run.cell) not in busy
         if study.derive is not None:
             out = Path(run.variables["derived"])
-            if out in derives:
+            if out in derives and (not idle or out.exists()):
                 ensure_derived(out, derives.pop(out))
-        for step in mine:
-            ensure_prepared(step, ledger)
+        steps_now, pending = [*pending, *mine], []
+        for step in steps_now:
+            if idle and not step.creates.exists():
+                pending.append(step)  # made with the next busy cell, which may share it
+            else:
+                ensure_prepared(step, ledger)
         label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
         if cfg is None:
             ensure_as_is(run)
         else:
-            ensure_trained(cfg, label, evals)
+            ensure_trained(cfg, label, reuse[run.run_dir])
         records[run.run_dir] = [
             ensure_evaluated(run, evaluation, opts, spec_label, label)
             for evaluation, opts, spec_label in evals
@@ -681,8 +744,7 @@ def run_compare(
         from crossalign.report import write_report
 
         extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
-        chosen = {r.name for r in runs}
-        pairs = [(a, b) for a, b in study.contrast if a in chosen and b in chosen]
+        pairs = contrast_pairs(study, runs)
         paths = write_report(
             [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
             extra_sections=extra, contrasts=pairs,

@@ -50,13 +50,3 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
     with warnings.catch_warnings():  # nearly equal values: scipy warns, the p stands
         warnings.simplefilter("ignore", RuntimeWarning)
         return float(ttest_ind(a, b, equal_var=False).pvalue)
-
-
-def intervals_apart(a: Sequence[float], b: Sequence[float]) -> bool:
-    """Whether the 95% Student-t intervals of the means of ``a`` and ``b`` (``t_interval``)
-    do not overlap: ``|mean(b) − mean(a)| > h(a) + h(b)``; never for a single value."""
-    mean_a, half_a = t_interval(a)
-    mean_b, half_b = t_interval(b)
-    if half_a is None or half_b is None:
-        return False
-    return abs(mean_b - mean_a) > half_a + half_b

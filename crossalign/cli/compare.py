@@ -27,11 +27,12 @@ def _names(text: str) -> list[str]:
 
 def _seeds(text: str) -> list[int]:
     try:
-        return [int(n) for n in _names(text)]
+        seeds = [int(n) for n in _names(text)]
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"'{text}' is not a comma-separated list of seeds"
-        ) from None
+        seeds = []
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of seeds")
+    return seeds
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=_seeds,
         metavar="N,...",
         help="run only these of the study's seeds, in the directories the whole study gives "
-        "them (e.g. one process per seed; report once all are done)",
+        "them, and write no report (e.g. one process per seed; then run without --seeds for "
+        "the report)",
     )
     p.add_argument("--no-report", action="store_true", help="train and evaluate only")
     p.add_argument(

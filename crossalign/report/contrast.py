@@ -7,13 +7,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Metric
 from crossalign.report.collect import Cell, Collection
 from crossalign.report.markdown import escape
-from crossalign.stats import intervals_apart, welch_p
+from crossalign.stats import welch_p
 from crossalign.tables import format_value, header, row_label
+
+Side = str | Sequence[str | Path]
+"""A group named by its label in the report, or by run directories it holds."""
 
 
 @dataclass
@@ -26,84 +30,88 @@ class Contrast:
     baseline: Cell
     method: Cell
     p: float
-    """Welch's two-sided p."""
+    """Welch's two-sided p (NaN: a side has one value, or both are constant)."""
     verdict: str
-    """``better`` or ``worse`` (95% intervals apart, by the metric's direction), else ``≈``."""
+    """``better`` or ``worse`` (95% intervals apart, by the metric's direction), ``≈`` (they
+    overlap) or ``n/a`` (a side has no interval: one run, or no number)."""
 
 
-def contrasts(collection: Collection, baseline: str, method: str) -> list[Contrast]:
-    """Every ranked measure (a metric with a direction) that both groups have, in table order:
-    ``method`` against ``baseline`` (group labels). An unknown group is an error naming the
-    report's groups."""
+def verdict(a: Cell, b: Cell, higher_is_better: bool) -> str:
+    """``b`` against ``a``: ``better``/``worse`` when their 95% intervals are apart
+    (``|b − a| > h(a) + h(b)``), ``≈`` when they overlap, ``n/a`` without two intervals."""
+    halves = (a.half_width, b.half_width)
+    numbers = (a.mean, b.mean, *halves)
+    if None in halves or any(math.isnan(x) for x in numbers if x is not None):
+        return "n/a"
+    if abs(b.mean - a.mean) <= a.half_width + b.half_width:
+        return "≈"
+    return "better" if (b.mean > a.mean) == higher_is_better else "worse"
+
+
+def find_group(collection: Collection, side: Side) -> str:
+    """The label of the group ``side`` names: a label, or run directories (the group holding
+    the first of them). An unknown one is an error naming the report's groups."""
     labels = [g.label for g in collection.groups]
-    for name in (baseline, method):
-        if name not in labels:
-            raise CrossalignError(
-                f"contrast: the report has no group '{name}'; its groups: {', '.join(labels)}"
-            )
+    if isinstance(side, str):
+        if side in labels:
+            return side
+        wanted = f"no group '{side}'"
+    else:
+        paths = [Path(p).resolve() for p in side]
+        for group in collection.groups:
+            if paths and paths[0] in {r.path.resolve() for r in group.runs}:
+                return group.label
+        wanted = f"no run {side[0] if side else '(none given)'}"
+    raise CrossalignError(f"contrast: the report has {wanted}; its groups: {', '.join(labels)}")
+
+
+def contrasts(collection: Collection, baseline: Side, method: Side) -> list[Contrast]:
+    """Every ranked measure (a metric with a direction) that both groups have, in table order:
+    ``method`` against ``baseline`` (``find_group``)."""
+    first, second = find_group(collection, baseline), find_group(collection, method)
     out = []
     for table in collection.tables:
         for prefix in dict.fromkeys(row.prefix for row in table.rows):
             rows = {r.group.label: r for r in table.rows if r.prefix == prefix}
-            if baseline not in rows or method not in rows:
+            if first not in rows or second not in rows:
                 continue
             for base, metric in table.columns().items():
-                a, b = rows[baseline].cells.get(base), rows[method].cells.get(base)
+                a, b = rows[first].cells.get(base), rows[second].cells.get(base)
                 if metric.higher_is_better is None or a is None or b is None:
                     continue
-                verdict = "≈"
-                if intervals_apart(a.values, b.values):
-                    better = (b.mean > a.mean) == metric.higher_is_better
-                    verdict = "better" if better else "worse"
                 layer = row_label(prefix, alone=False) if prefix else ""
                 where = " ".join(x for x in (table.title or table.name, layer) if x)
-                measure = f"{where}: {header(base, metric)}"
-                p = welch_p(a.values, b.values)
-                out.append(Contrast(measure, metric, a, b, p, verdict))
+                out.append(
+                    Contrast(
+                        f"{where}: {header(base, metric)}", metric, a, b,
+                        welch_p(a.values, b.values), verdict(a, b, metric.higher_is_better),
+                    )
+                )  # fmt: skip
     return out
 
 
-def group_pairs(collection: Collection, baseline: str, method: str) -> list[tuple[str, str]]:
-    """The (baseline, method) group labels ``baseline`` and ``method`` name: the groups of
-    those labels, else, for a name that is one path part of the labels (a study's run name
-    with a matrix, ``trans/mlm``), each group holding it beside the group that holds the other
-    name in its place. None found is an error naming the report's groups."""
-    labels = [g.label for g in collection.groups]
-    if baseline in labels and method in labels:
-        return [(baseline, method)]
-    found = []
-    for label in labels:
-        parts = label.split("/")
-        if baseline in parts:
-            other = "/".join(method if p == baseline else p for p in parts)
-            if other in labels:
-                found.append((label, other))
-    if not found:
-        raise CrossalignError(
-            f"contrast: the report has no groups '{baseline}' and '{method}'; its groups: "
-            f"{', '.join(labels)}"
-        )
-    return found
-
-
-def contrast_section(collection: Collection, pairs: Sequence[Sequence[str]]) -> str:
-    """Markdown: per (baseline, method) pair (``group_pairs``), how many ranked measures
-    differ beyond seed noise (95% intervals apart) and a table of those, with Welch's p ("-"
-    where both sides are constant over their seeds)."""
+def contrast_section(collection: Collection, pairs: Sequence[tuple[Side, Side]]) -> str:
+    """Markdown: per (baseline, method) pair, how many ranked measures differ beyond seed
+    noise (95% intervals apart), lie within it, or have no interval, and a table of those
+    apart, with Welch's p ("-" where a side is constant over its seeds)."""
     parts = []
-    resolved = [p for a, b in pairs for p in group_pairs(collection, a, b)]
-    for baseline, method in resolved:
-        found = contrasts(collection, baseline, method)
-        apart = [c for c in found if c.verdict != "≈"]
-        better = sum(c.verdict == "better" for c in apart)
-        parts.append(
-            f"**{method} vs {baseline}**: of {len(found)} ranked measures, {better} better and "
-            f"{len(apart) - better} worse beyond seed noise (95% intervals apart); the rest "
-            "within it."
+    for pair in pairs:
+        baseline, method = (find_group(collection, side) for side in pair)
+        found = contrasts(collection, *pair)
+        count = {v: sum(c.verdict == v for c in found) for v in ("better", "worse", "≈", "n/a")}
+        line = (
+            f"**{method} vs {baseline}**: of {len(found)} ranked measures, {count['better']} "
+            f"better and {count['worse']} worse beyond seed noise (95% intervals apart), "
+            f"{count['≈']} within it"
         )
+        if count["n/a"]:
+            line += f", {count['n/a']} without an interval (a group of one run)"
+        parts.append(line + ".")
+        apart = [c for c in found if c.verdict in ("better", "worse")]
         if apart:
             lines = [
-                f"| measure | {baseline} | {method} | difference | Welch p | verdict |",
+                f"| measure | {escape(baseline)} | {escape(method)} | difference | Welch p "
+                "| verdict |",
                 "|:---|---:|---:|---:|---:|:---|",
             ]
             for c in apart:

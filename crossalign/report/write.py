@@ -11,7 +11,7 @@ from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, write_json_atomic, write_text_atomic
 from crossalign.report import html, markdown
 from crossalign.report.collect import Lookup, as_json, collect
-from crossalign.report.contrast import contrast_section
+from crossalign.report.contrast import Side, contrast_section
 from crossalign.report.plots import write_figures
 
 MARKDOWN, HTML, JSON = "report.md", "report.html", "report.json"
@@ -50,16 +50,16 @@ def write_report(
     *,
     title: str | None = None,
     extra_sections: Sequence[tuple[str, str]] = (),
-    contrasts: Sequence[tuple[str, str]] = (),
+    contrasts: Sequence[tuple[Side, Side]] = (),
     lookup: Lookup | None = None,
 ) -> ReportPaths:
     """Report on ``run_dirs`` in ``out`` (``report.md``, ``report.html``, ``report.json``,
     ``figures/*.png``): one comparison table per evaluation over groups of runs that differ
     only in the seed, training curves, per-layer figures, config differences, then
-    ``extra_sections`` ((title, Markdown body) pairs) and, for each (baseline, method) group
-    pair of ``contrasts``, the measures on which they differ beyond seed noise
-    (``contrast_section``). ``lookup`` declares the evaluations (default: the registry).
-    A failure leaves the previous report in ``out`` as it was."""
+    ``extra_sections`` ((title, Markdown body) pairs) and, for each (baseline, method) pair of
+    ``contrasts`` (group labels, or run directories of the groups), the measures on which
+    they differ beyond seed noise (``contrast_section``). ``lookup`` declares the evaluations
+    (default: the registry). A failure leaves the previous report in ``out`` as it was."""
     if not run_dirs:
         raise CrossalignError("report: give at least one run directory")
     out = Path(out)

@@ -334,3 +334,52 @@ def test_seeds_runs_some_seeds_in_the_whole_studys_directories(tmp_path, capsys)
     assert printed.count("== pre-training") == 1 and "mlm seed 0" in printed
     assert main(["compare", str(path), "--seeds", "0,3", "--dry-run"]) == 2
     assert "has no seed 3; its seeds: 0, 1" in capsys.readouterr().err
+
+
+def test_records_without_models_through_a_chain_of_runs(tmp_path, capsys):
+    """Records copied without models: a study whose runs are all measured needs neither its
+    prepare steps nor its models; a run that must train again first retrains the measured run
+    whose model it starts from."""
+    import shutil
+
+    cfg = tmp_path / "tok.yaml"
+    data = {"mono": {"en": str(EN), "es": str(ES)}, "valid_mono": {"en": str(EN)}, "max_length": 32}
+    cfg.write_text(yaml.safe_dump({"tokenizer": {"vocab_size": 150}, "data": data}))
+    train = {"steps": 3, "batch_size": 8, "lr": 0.003, "warmup_steps": 1, "log_every": 1}
+    shared = {"tokenizer": {"path": "{out}/tokenizer"}, "data": data, "train": train,
+              "objectives": [{"name": "mlm"}]}  # fmt: skip
+    study = dict(
+        seeds=[0],
+        prepare=[{"command": f"data tokenizer --config {cfg} --out {{out}}/tokenizer",
+                  "creates": "{out}/tokenizer"}],
+        runs=[
+            {"name": "base", "inline": {**shared, "model": {"preset": "tiny"}}},
+            {"name": "cont", "inline": {**shared, "model": {"path": "{out}/runs/base/model"}}},
+        ],
+        evaluations=[{"eval": "perplexity"}],
+    )  # fmt: skip
+    path = _study(tmp_path, **study)
+    assert main(["compare", str(path), "--no-report"]) == 0
+    out = tmp_path / "study"
+    for name in ("base", "cont"):
+        shutil.rmtree(out / "runs" / name / "model")
+        shutil.rmtree(out / "runs" / name / "checkpoints", ignore_errors=True)
+    shutil.rmtree(out / "tokenizer")
+    capsys.readouterr()
+    assert main(["compare", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "== crossalign" not in printed and "== pre-training" not in printed
+    assert not (out / "tokenizer").exists() and (out / "report" / "report.md").is_file()
+
+    # a new evaluation of cont alone: cont trains again, so base (measured) trains first
+    study["evaluations"] = [{"eval": "perplexity"},
+                            {"eval": "perplexity", "label": "again", "runs": ["cont"]}]  # fmt: skip
+    path = _study(tmp_path, **study)
+    assert main(["compare", str(path), "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert "run      train   " in printed and "measured" not in printed
+    assert main(["compare", str(path), "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert "== crossalign data tokenizer" in printed
+    assert printed.index("== pre-training base") < printed.index("== pre-training cont")
+    assert (out / "runs" / "cont" / "model").is_dir()

@@ -18,7 +18,9 @@ from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Evaluation, Metric
 from crossalign.fileio import append_jsonl
 from crossalign.report import html, markdown, plots, write_report
-from crossalign.stats import intervals_apart, t_interval, welch_p
+from crossalign.report.collect import Cell
+from crossalign.report.contrast import verdict
+from crossalign.stats import t_interval, welch_p
 
 
 @dataclass
@@ -399,18 +401,18 @@ def test_runs_table_gives_training_and_evaluation_minutes(tmp_path):
     )
 
 
-def test_welch_p_matches_scipy_and_intervals_apart_on_constructed_cases():
+def test_welch_p_matches_scipy_and_the_verdict_compares_interval_ends():
     a, b = [0.30, 0.34, 0.35], [0.50, 0.52, 0.57]
     assert welch_p(a, b) == pytest.approx(scipy.stats.ttest_ind(a, b, equal_var=False).pvalue)
     assert math.isnan(welch_p([0.3], b)) and math.isnan(welch_p([1.0, 1.0], [2.0, 2.0]))
-    assert intervals_apart(a, b)
-    # the same means with wide spreads: the intervals overlap
-    assert not intervals_apart([0.10, 0.34, 0.55], [0.30, 0.52, 0.77])
-    # apart exactly when |difference| > h(a) + h(b)
-    close = [0.30 + 0.05, 0.34 + 0.05, 0.35 + 0.05]
-    gap = abs(t_interval(close)[0] - t_interval(a)[0])
-    assert intervals_apart(a, close) == (gap > t_interval(a)[1] + t_interval(close)[1])
-    assert not intervals_apart([0.3], [0.9])
+    # hand-made intervals: 0.50 ± 0.10 against 0.30 ± 0.05 are apart (0.40 > 0.35) ...
+    low, high = Cell(0.30, 0.05, []), Cell(0.50, 0.10, [])
+    assert verdict(low, high, True) == "better" and verdict(low, high, False) == "worse"
+    assert verdict(high, low, True) == "worse"
+    # ... and touch at 0.40 when the upper half-width is 0.15: not apart
+    assert verdict(low, Cell(0.50, 0.15, []), True) == "≈"
+    assert verdict(Cell(0.3, None, []), high, True) == "n/a"  # one run: no interval
+    assert verdict(Cell(math.nan, 0.1, []), high, True) == "n/a"
 
 
 def test_contrast_lists_measures_apart_by_direction_with_welch_p(tmp_path):
@@ -432,26 +434,43 @@ def test_contrast_lists_measures_apart_by_direction_with_welch_p(tmp_path):
     pairs = [("mlm", "xlm"), ("mlm", "tlm")]
     page = write_report(runs, tmp_path / "r", lookup=LOOKUP, contrasts=pairs).markdown.read_text()
     section = page.split("## Contrasts\n\n", 1)[1]
-    assert "**xlm vs mlm**: of 2 ranked measures, 1 better and 1 worse beyond seed noise" in section
-    assert "**tlm vs mlm**: of 2 ranked measures, 0 better and 0 worse" in section
+    assert (
+        "**xlm vs mlm**: of 2 ranked measures, 1 better and 1 worse beyond seed noise (95% "
+        "intervals apart), 0 within it." in section
+    )
+    assert (
+        "**tlm vs mlm**: of 2 ranked measures, 0 better and 0 worse beyond seed noise (95% "
+        "intervals apart), 2 within it." in section
+    )
     rows = [cells(line) for line in section.splitlines() if line.startswith("| bli")]
     hit = [v["hit@1"] for v in values["mlm"]], [v["hit@1"] for v in values["xlm"]]
     p = scipy.stats.ttest_ind(*hit, equal_var=False).pvalue
     assert rows[0][0] == "bli: Hit@1 % ↑" and rows[0][3] == "+20.00" and rows[0][5] == "better"
     assert rows[0][4] == f"{p:.2g}"
     assert rows[1][0] == "bli: AER % ↓" and rows[1][5] == "worse"
-    with pytest.raises(CrossalignError, match="no groups 'mlm' and 'bert'; its groups: mlm, xlm"):
+    with pytest.raises(CrossalignError, match="no group 'bert'; its groups: mlm, xlm, tlm$"):
         write_report(runs, tmp_path / "r2", lookup=LOOKUP, contrasts=[("mlm", "bert")])
+    assert not (tmp_path / "r2").exists()
+    # a group of one run has no interval: its measures are counted apart, not as noise
+    one = make_run(
+        tmp_path, "one", config("one", 0), results=[record("one", "bli", values["xlm"][0])]
+    )
+    page = write_report([*runs, one], tmp_path / "r3", lookup=LOOKUP, contrasts=[("mlm", "one")])
+    assert "0 within it, 2 without an interval (a group of one run)." in page.markdown.read_text()
 
 
-def test_contrast_pairs_groups_of_each_matrix_cell_by_run_name(tmp_path):
-    runs = [
-        make_run(tmp_path, f"{cell}/{obj}/seed-{seed}", {**config(obj, seed), "cell": cell},
-                 results=[record(obj, "bli", {"hit@1": h + 0.01 * seed})])
+def test_contrast_sides_given_as_run_directories_pick_their_groups(tmp_path):
+    runs = {
+        (cell, obj): [
+            make_run(tmp_path, f"{cell}/{obj}/seed-{seed}", {**config(obj, seed), "cell": cell},
+                     results=[record(obj, "bli", {"hit@1": h + 0.01 * seed})])
+            for seed in range(2)
+        ]
         for cell in ("trans", "inv")
         for obj, h in (("mlm", 0.3), ("xlm", 0.6))
-        for seed in range(2)
-    ]  # fmt: skip
-    page = write_report(runs, tmp_path / "r", lookup=LOOKUP, contrasts=[("mlm", "xlm")])
-    text = page.markdown.read_text()
-    assert "**trans/xlm vs trans/mlm**" in text and "**inv/xlm vs inv/mlm**" in text
+    }  # fmt: skip
+    pairs = [(runs[cell, "mlm"], runs[cell, "xlm"]) for cell in ("trans", "inv")]
+    every = [run for group in runs.values() for run in group]
+    text = write_report(every, tmp_path / "r", lookup=LOOKUP, contrasts=pairs).markdown.read_text()
+    assert "**trans/xlm vs trans/mlm**: of 1 ranked measures, 1 better" in text
+    assert "**inv/xlm vs inv/mlm**: of 1 ranked measures, 1 better" in text
