@@ -169,30 +169,33 @@ def test_a_study_extends_another_key_by_key(tmp_path):
     assert parent.is_file()
 
 
-def test_prepare_steps_and_a_shared_starting_run(tmp_path, capsys):
-    """A ``prepare`` step trains one tokenizer that every run uses; a ``base`` run with its
-    own ``seeds: [0]`` trains once and the other run continues from its model per seed; a
-    second call repeats nothing; a changed step command runs it again."""
+def _chain(tmp_path: Path, base_seeds: list[int] | None = None) -> dict:
+    """Study keys: a prepare step training a tokenizer, a ``base`` run (its own ``seeds``
+    when given) and a ``cont`` run continuing from base's model, both using the tokenizer."""
     cfg = tmp_path / "tok.yaml"
     data = {"mono": {"en": str(EN), "es": str(ES)}, "valid_mono": {"en": str(EN)}, "max_length": 32}
     cfg.write_text(yaml.safe_dump({"tokenizer": {"vocab_size": 150}, "data": data}))
     train = {"steps": 3, "batch_size": 8, "lr": 0.003, "warmup_steps": 1, "log_every": 1}
     shared = {"tokenizer": {"path": "{out}/tokenizer"}, "data": data, "train": train,
               "objectives": [{"name": "mlm"}]}  # fmt: skip
-    path = _study(
-        tmp_path,
-        prepare=[
-            {
-                "command": f"data tokenizer --config {cfg} --out {{out}}/tokenizer",
-                "creates": "{out}/tokenizer",
-            }
-        ],  # fmt: skip
-        runs=[
-            {"name": "base", "seeds": [0], "inline": {**shared, "model": {"preset": "tiny"}}},
-            {"name": "cont", "inline": {**shared, "model": {"path": "{out}/runs/base/model"}}},
-        ],
-        evaluations=[{"eval": "perplexity"}],
-    )
+    base = {"name": "base", "inline": {**shared, "model": {"preset": "tiny"}}}
+    if base_seeds is not None:
+        base["seeds"] = base_seeds
+    return {
+        "prepare": [{"command": f"data tokenizer --config {cfg} --out {{out}}/tokenizer",
+                     "creates": "{out}/tokenizer"}],
+        "runs": [base, {"name": "cont",
+                        "inline": {**shared, "model": {"path": "{out}/runs/base/model"}}}],
+        "evaluations": [{"eval": "perplexity"}],
+    }  # fmt: skip
+
+
+def test_prepare_steps_and_a_shared_starting_run(tmp_path, capsys):
+    """A ``prepare`` step trains one tokenizer that every run uses; a ``base`` run with its
+    own ``seeds: [0]`` trains once and the other run continues from its model per seed; a
+    second call repeats nothing; a changed step command runs it again."""
+    cfg = tmp_path / "tok.yaml"
+    path = _study(tmp_path, **_chain(tmp_path, base_seeds=[0]))
     assert main(["compare", str(path), "--no-report"]) == 0
     out = tmp_path / "study"
     printed = capsys.readouterr().out
@@ -342,22 +345,7 @@ def test_records_without_models_through_a_chain_of_runs(tmp_path, capsys):
     whose model it starts from."""
     import shutil
 
-    cfg = tmp_path / "tok.yaml"
-    data = {"mono": {"en": str(EN), "es": str(ES)}, "valid_mono": {"en": str(EN)}, "max_length": 32}
-    cfg.write_text(yaml.safe_dump({"tokenizer": {"vocab_size": 150}, "data": data}))
-    train = {"steps": 3, "batch_size": 8, "lr": 0.003, "warmup_steps": 1, "log_every": 1}
-    shared = {"tokenizer": {"path": "{out}/tokenizer"}, "data": data, "train": train,
-              "objectives": [{"name": "mlm"}]}  # fmt: skip
-    study = dict(
-        seeds=[0],
-        prepare=[{"command": f"data tokenizer --config {cfg} --out {{out}}/tokenizer",
-                  "creates": "{out}/tokenizer"}],
-        runs=[
-            {"name": "base", "inline": {**shared, "model": {"preset": "tiny"}}},
-            {"name": "cont", "inline": {**shared, "model": {"path": "{out}/runs/base/model"}}},
-        ],
-        evaluations=[{"eval": "perplexity"}],
-    )  # fmt: skip
+    study = {"seeds": [0], **_chain(tmp_path)}
     path = _study(tmp_path, **study)
     assert main(["compare", str(path), "--no-report"]) == 0
     out = tmp_path / "study"
