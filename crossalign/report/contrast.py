@@ -90,6 +90,34 @@ def contrasts(collection: Collection, baseline: Side, method: Side) -> list[Cont
     return out
 
 
+def contrast_json(collection: Collection, pairs: Sequence[tuple[Side, Side]]) -> list[dict]:
+    """The contrasts of ``pairs`` as plain data (``report.json``): per pair the two group
+    labels and every ranked measure with both means, half-widths, Welch's p (None for NaN)
+    and the verdict."""
+
+    def number(x: float | None) -> float | None:
+        return None if x is None or math.isnan(x) else x
+
+    out = []
+    for pair in pairs:
+        baseline, method = (find_group(collection, side) for side in pair)
+        measures = [
+            {
+                "measure": c.measure,
+                "baseline": {
+                    "mean": number(c.baseline.mean),
+                    "ci95_half_width": c.baseline.half_width,
+                },
+                "method": {"mean": number(c.method.mean), "ci95_half_width": c.method.half_width},
+                "welch_p": number(c.p),
+                "verdict": c.verdict,
+            }
+            for c in contrasts(collection, *pair)
+        ]
+        out.append({"baseline": baseline, "method": method, "measures": measures})
+    return out
+
+
 def contrast_section(collection: Collection, pairs: Sequence[tuple[Side, Side]]) -> str:
     """Markdown: per (baseline, method) pair, how many ranked measures differ beyond seed
     noise (95% intervals apart), lie within it, or have no interval, and a table of those

@@ -11,7 +11,7 @@ from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, write_json_atomic, write_text_atomic
 from crossalign.report import html, markdown
 from crossalign.report.collect import Lookup, as_json, collect
-from crossalign.report.contrast import Side, contrast_section
+from crossalign.report.contrast import Side, contrast_json, contrast_section
 from crossalign.report.plots import write_figures
 
 MARKDOWN, HTML, JSON = "report.md", "report.html", "report.json"
@@ -77,6 +77,7 @@ def write_report(
         summary["title"] = title
         summary["figures"] = [f"{markdown.FIGURES}/{name}" for _, name in figures.curves]
         summary["figures"] += [f"{markdown.FIGURES}/{name}" for name in figures.layers.values()]
+        summary["contrasts"] = contrast_json(collection, contrasts)
         write_json_atomic(tmp / JSON, summary)
     return ReportPaths(
         out / MARKDOWN, out / HTML, out / JSON, [out / name for name in summary["figures"]]

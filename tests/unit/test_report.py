@@ -448,6 +448,11 @@ def test_contrast_lists_measures_apart_by_direction_with_welch_p(tmp_path):
     assert rows[0][0] == "bli: Hit@1 % ↑" and rows[0][3] == "+20.00" and rows[0][5] == "better"
     assert rows[0][4] == f"{p:.2g}"
     assert rows[1][0] == "bli: AER % ↓" and rows[1][5] == "worse"
+    summary = json.loads((tmp_path / "r" / "report.json").read_text())["contrasts"]
+    assert [(c["baseline"], c["method"]) for c in summary] == pairs
+    hit_json = summary[0]["measures"][0]
+    assert hit_json["verdict"] == "better" and hit_json["welch_p"] == pytest.approx(p)
+    assert hit_json["method"]["mean"] == pytest.approx(sum(hit[1]) / 3)
     with pytest.raises(CrossalignError, match="no group 'bert'; its groups: mlm, xlm, tlm$"):
         write_report(runs, tmp_path / "r2", lookup=LOOKUP, contrasts=[("mlm", "bert")])
     assert not (tmp_path / "r2").exists()
