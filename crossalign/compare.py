@@ -502,16 +502,19 @@ def reuse_checks(
             keep[run_dir] = []
 
 
-def is_idle(run: PlannedRun, cfg: RunConfig | None, evals: list, reuse: list) -> bool:
-    """Whether the run needs no work: reused (``done``, ``measured`` with ``reuse``, or a
-    ``model`` run) and every one of ``evals`` already recorded."""
+def planned_state(run: PlannedRun, cfg: RunConfig | None, reuse: list) -> str:
+    """``run_state`` of a planned run (``reuse``: its ``reuse_checks`` evaluations), or
+    ``as is`` for a ``model`` run."""
+    return "as is" if cfg is None else run_state(cfg, reuse)
+
+
+def unrecorded(run: PlannedRun, state: str, evals: list) -> int:
+    """How many of ``evals`` the run in ``state`` still has to run: those without a record
+    in its ``results.jsonl`` when it is reused (``done``, ``measured``, ``as is``), else all."""
     from crossalign.evals.results import find_record, read_results
 
-    state = "as is" if cfg is None else run_state(cfg, reuse)
-    if state not in ("done", "measured", "as is"):
-        return False
-    records = read_results(run.run_dir)
-    return all(find_record(records, e, run.model_dir, o, label) for e, o, label in evals)
+    records = read_results(run.run_dir) if state in ("done", "measured", "as is") else []
+    return sum(find_record(records, e, run.model_dir, o, label) is None for e, o, label in evals)
 
 
 def ensure_trained(
@@ -622,7 +625,6 @@ def describe_plan(
     """The lines ``--dry-run`` prints: each derived corpus, prepare step and run with what
     would be done (made / to run; done / measured / resume / train, and how many evaluations
     are still to run)."""
-    from crossalign.evals.results import find_record, read_results
 
     lines = []
     for out, settings in derives.items():
@@ -632,12 +634,8 @@ def describe_plan(
         state = "made" if is_made(step, ledger) else "to run"
         lines.append(f"prepare  {state:7} crossalign {step.command}")
     for run, cfg, evals in checked:
-        state = "as is" if cfg is None else run_state(cfg, reuse[run.run_dir])
-        records = read_results(run.run_dir) if state in ("done", "measured", "as is") else []
-        todo = sum(
-            find_record(records, evaluation, run.model_dir, opts, label) is None
-            for evaluation, opts, label in evals
-        )
+        state = planned_state(run, cfg, reuse[run.run_dir])
+        todo = unrecorded(run, state, evals)
         steps = 0 if cfg is None else cfg.train.steps
         lines.append(
             f"run      {state:7} {run.run_dir}  ({steps} steps; "
@@ -712,10 +710,11 @@ def run_compare(
         return StudyResult(runs=runs, records={}, report=None)
     # a cell whose runs all need no work (e.g. records copied without models) does not make
     # its derived corpus or prepare outputs when they are missing
-    busy = {
-        repr(run.cell) for run, cfg, evals in checked
-        if not is_idle(run, cfg, evals, reuse[run.run_dir])
-    }  # fmt: skip
+    busy = set()
+    for run, cfg, evals in checked:
+        state = planned_state(run, cfg, reuse[run.run_dir])
+        if state in ("train", "resume") or unrecorded(run, state, evals):
+            busy.add(repr(run.cell))
     records: dict[Path, list[ResultRecord]] = {}
     pending: list[PreparedStep] = []  # missing outputs idle cells did not make
     for (run, cfg, evals), mine in zip(checked, cell_steps):

@@ -90,52 +90,68 @@ def contrasts(collection: Collection, baseline: Side, method: Side) -> list[Cont
     return out
 
 
-def contrast_json(collection: Collection, pairs: Sequence[tuple[Side, Side]]) -> list[dict]:
-    """The contrasts of ``pairs`` as plain data (``report.json``): per pair the two group
-    labels and every ranked measure with both means, half-widths, Welch's p (None for NaN)
-    and the verdict."""
+@dataclass
+class PairContrasts:
+    """The contrasts of one (baseline, method) pair, with the groups' labels."""
+
+    baseline: str
+    method: str
+    measures: list[Contrast]
+
+
+def pair_contrasts(
+    collection: Collection, pairs: Sequence[tuple[Side, Side]]
+) -> list[PairContrasts]:
+    """``contrasts`` of every pair, once, for the report's section and its JSON."""
+    return [
+        PairContrasts(find_group(collection, a), find_group(collection, b),
+                      contrasts(collection, a, b))
+        for a, b in pairs
+    ]  # fmt: skip
+
+
+def contrast_json(found: Sequence[PairContrasts]) -> list[dict]:
+    """``pair_contrasts`` as plain data (``report.json``): per pair the two group labels and
+    every ranked measure with both means, half-widths, Welch's p (None for NaN) and the
+    verdict."""
 
     def number(x: float | None) -> float | None:
         return None if x is None or math.isnan(x) else x
 
-    out = []
-    for pair in pairs:
-        baseline, method = (find_group(collection, side) for side in pair)
-        measures = [
-            {
-                "measure": c.measure,
-                "baseline": {
-                    "mean": number(c.baseline.mean),
-                    "ci95_half_width": c.baseline.half_width,
-                },
-                "method": {"mean": number(c.method.mean), "ci95_half_width": c.method.half_width},
-                "welch_p": number(c.p),
-                "verdict": c.verdict,
-            }
-            for c in contrasts(collection, *pair)
-        ]
-        out.append({"baseline": baseline, "method": method, "measures": measures})
-    return out
+    def cell(c: Cell) -> dict:
+        return {"mean": number(c.mean), "ci95_half_width": c.half_width}
+
+    return [
+        {
+            "baseline": pair.baseline,
+            "method": pair.method,
+            "measures": [
+                {"measure": c.measure, "baseline": cell(c.baseline), "method": cell(c.method),
+                 "welch_p": number(c.p), "verdict": c.verdict}
+                for c in pair.measures
+            ],
+        }
+        for pair in found
+    ]  # fmt: skip
 
 
-def contrast_section(collection: Collection, pairs: Sequence[tuple[Side, Side]]) -> str:
-    """Markdown: per (baseline, method) pair, how many ranked measures differ beyond seed
+def contrast_section(found: Sequence[PairContrasts]) -> str:
+    """Markdown of ``pair_contrasts``: per pair, how many ranked measures differ beyond seed
     noise (95% intervals apart), lie within it, or have no interval, and a table of those
     apart, with Welch's p ("-" where a side is constant over its seeds)."""
     parts = []
-    for pair in pairs:
-        baseline, method = (find_group(collection, side) for side in pair)
-        found = contrasts(collection, *pair)
-        count = {v: sum(c.verdict == v for c in found) for v in ("better", "worse", "≈", "n/a")}
+    for pair in found:
+        baseline, method, measures = pair.baseline, pair.method, pair.measures
+        count = {v: sum(c.verdict == v for c in measures) for v in ("better", "worse", "≈", "n/a")}
         line = (
-            f"**{method} vs {baseline}**: of {len(found)} ranked measures, {count['better']} "
+            f"**{method} vs {baseline}**: of {len(measures)} ranked measures, {count['better']} "
             f"better and {count['worse']} worse beyond seed noise (95% intervals apart), "
             f"{count['≈']} within it"
         )
         if count["n/a"]:
             line += f", {count['n/a']} without an interval (a group of one run)"
         parts.append(line + ".")
-        apart = [c for c in found if c.verdict in ("better", "worse")]
+        apart = [c for c in measures if c.verdict in ("better", "worse")]
         if apart:
             lines = [
                 f"| measure | {escape(baseline)} | {escape(method)} | difference | Welch p "

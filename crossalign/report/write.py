@@ -11,7 +11,7 @@ from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, write_json_atomic, write_text_atomic
 from crossalign.report import html, markdown
 from crossalign.report.collect import Lookup, as_json, collect
-from crossalign.report.contrast import Side, contrast_json, contrast_section
+from crossalign.report.contrast import Side, contrast_json, contrast_section, pair_contrasts
 from crossalign.report.plots import write_figures
 
 MARKDOWN, HTML, JSON = "report.md", "report.html", "report.json"
@@ -66,8 +66,9 @@ def write_report(
     _check_out(out)
     title = title or TITLE
     collection = collect(run_dirs, lookup)
-    if contrasts:
-        extra_sections = [*extra_sections, ("Contrasts", contrast_section(collection, contrasts))]
+    found = pair_contrasts(collection, contrasts)
+    if found:
+        extra_sections = [*extra_sections, ("Contrasts", contrast_section(found))]
     with atomic_dir(out) as tmp:
         figures = write_figures(collection, tmp / markdown.FIGURES)
         page = markdown.render(collection, figures, title, extra_sections)
@@ -77,7 +78,7 @@ def write_report(
         summary["title"] = title
         summary["figures"] = [f"{markdown.FIGURES}/{name}" for _, name in figures.curves]
         summary["figures"] += [f"{markdown.FIGURES}/{name}" for name in figures.layers.values()]
-        summary["contrasts"] = contrast_json(collection, contrasts)
+        summary["contrasts"] = contrast_json(found)
         write_json_atomic(tmp / JSON, summary)
     return ReportPaths(
         out / MARKDOWN, out / HTML, out / JSON, [out / name for name in summary["figures"]]
