@@ -1,12 +1,13 @@
 """AER on the de-en and en-fr gold test sets: crossalign's aligners vs SimAlign vs eflomal.
 
-crossalign (separate encoding, per-word subwords, float32) is swept over every layer, with the
-hidden states of each batch shared by its methods; its AER is shown at its best layer
-(chosen on the test set itself, as the papers' layer sweeps do) and at layer 8. SimAlign
-(pip ``simalign``, same model directory) runs at layer 8 and at the best layer of crossalign's
-itermax. eflomal (a statistical aligner, no model) is trained on the test sentences plus the
-LibreOffice help pairs of the same languages when present (``--libreoffice``), tokenized by
-a simple regex, and symmetrised by grow-diag-final-and.
+crossalign (per-word subwords, float32) is swept over every layer for each pair encoding of
+``--encodings`` (separate, tlm, concat), with the hidden states of each batch shared by its
+methods; its AER is shown at layers 6, 8 and 10 and at its best layer (chosen on the test set
+itself, as the papers' layer sweeps do). SimAlign (pip ``simalign``, same model directory,
+separate encoding) runs at layer 8 and at the best layer of crossalign's itermax. eflomal (a
+statistical aligner, no model) is trained on the test sentences plus the LibreOffice help
+pairs of the same languages when present (``--libreoffice``), tokenized by a simple regex, and
+symmetrised by grow-diag-final-and.
 
     python bench/aer_table.py --model runs/backbone-e5-small [--threads 2]
 """
@@ -21,6 +22,7 @@ import os
 import re
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -29,29 +31,38 @@ import torch
 
 from crossalign.align.aligner import AlignConfig, WordAligner, load_aligner
 from crossalign.align.symmetrize import grow_diag_final_and
-from crossalign.align.words import link_lists, to_pieces
+from crossalign.align.words import link_lists
 from crossalign.evals.aer import aer_scores
 from crossalign.evals.gold import TestSet, read_testset
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / ".." / "shared" / "data" / "word-alignment-gold"
 METHODS = {
-    "crossalign ot (Eq. 6-9)": AlignConfig(method="ot"),
-    "crossalign ot, union (no filter)": AlignConfig(method="ot", ot_filter="union"),
-    "crossalign ot, mutual argmax": AlignConfig(method="ot", filter_iters=1),
-    "crossalign ot, cols-first+itermax": AlignConfig(
-        method="ot", sinkhorn_order="columns-first", ot_filter="itermax"
+    "ot (released aligner; default)": AlignConfig(method="ot"),
+    "ot, itermax (authors' self-labels)": AlignConfig(method="ot", ot_filter="itermax"),
+    "ot, eq9-literal": AlignConfig(method="ot", ot_filter="eq9-literal"),
+    "ot, eq9-literal, rows-first (former)": AlignConfig(
+        method="ot", ot_filter="eq9-literal", sinkhorn_order="rows-first"
     ),
-    "crossalign itermax": AlignConfig(method="itermax"),
-    "crossalign argmax": AlignConfig(method="argmax"),
+    "ot, rows-first, mutual argmax of plan": AlignConfig(
+        method="ot", ot_filter="eq9-literal", sinkhorn_order="rows-first", filter_iters=1
+    ),
+    "ot, union (no filter)": AlignConfig(method="ot", ot_filter="union"),
+    "itermax": AlignConfig(method="itermax"),
+    "argmax": AlignConfig(method="argmax"),
+    "softmax": AlignConfig(method="softmax"),
 }
+LAYERS_SHOWN = (6, 8, 10)
 TOKEN = re.compile(r"\w+(?:-\w+)*|[^\w\s]")
 
 
-def sweep(aligner: WordAligner, ts: TestSet, layers: list[int]) -> dict[str, dict[int, float]]:
-    """AER of every method of METHODS at every layer, one forward pass per batch."""
-    src = to_pieces(aligner.tokenizer, ts.src, "per-word")
-    tgt = to_pieces(aligner.tokenizer, ts.tgt, "per-word")
+def sweep(
+    aligner: WordAligner, ts: TestSet, layers: list[int], encoding: str
+) -> dict[str, dict[int, float]]:
+    """AER of every method of METHODS at every layer with the pairs encoded by ``encoding``,
+    one forward pass per batch."""
+    aligner.cfg = replace(aligner.cfg, encoding=encoding)
+    src, tgt = aligner.pieces(list(zip(ts.src, ts.tgt)))
     order = sorted(range(len(src)), key=lambda k: -len(src[k].ids) - len(tgt[k].ids))
     links = {name: {x: [set() for _ in src] for x in layers} for name in METHODS}
     for b0 in range(0, len(order), 32):
@@ -59,7 +70,7 @@ def sweep(aligner: WordAligner, ts: TestSet, layers: list[int]) -> dict[str, dic
         batch = aligner.collate([(src[k], tgt[k]) for k in idx])
         states = aligner.hidden_states(batch)
         for name, cfg in METHODS.items():
-            aligner.cfg = cfg
+            aligner.cfg = replace(cfg, encoding=encoding)
             for x in layers:
                 for k, found in zip(idx, link_lists(aligner.word_links(states[x], batch))):
                     links[name][x][k] = set(found)
@@ -117,6 +128,9 @@ def main() -> None:
     p.add_argument("--model", default="runs/backbone-e5-small", help="save_pretrained directory")
     p.add_argument("--gold", default=str(GOLD), help="folder holding de-en/ and en-fr/")
     p.add_argument("--sets", default="de-en,en-fr")
+    p.add_argument(
+        "--encodings", default="separate,tlm,concat", help="SimAlign runs only with separate"
+    )
     p.add_argument("--libreoffice", default=str(ROOT / "data" / "libreoffice"))
     p.add_argument("--no-simalign", action="store_true")
     p.add_argument("--no-eflomal", action="store_true")
@@ -129,24 +143,33 @@ def main() -> None:
     names = args.sets.split(",")
     table: dict[str, dict[str, str]] = {}
     notes: list[str] = []
+    encodings = args.encodings.split(",")
+    shown_layers = [x for x in LAYERS_SHOWN if x in layers]
+    itermax_by_layer: dict[int, float] | None = None
     for name in names:
         ts = read_testset(Path(args.gold) / name)
-        start = time.perf_counter()
-        aer = sweep(aligner, ts, layers)
-        seconds = time.perf_counter() - start
-        print(f"{name}: crossalign sweep of {len(layers)} layers in {seconds:.0f} s")
-        for method, by_layer in aer.items():
-            best = min(by_layer, key=by_layer.get)
-            cells = table.setdefault(method, {})
-            cells[f"{name} best"] = f"{100 * by_layer[best]:.1f} (L{best})"
-            cells[f"{name} L8"] = f"{100 * by_layer[8]:.1f}"
-        if not args.no_simalign:
-            best = min(aer["crossalign itermax"], key=aer["crossalign itermax"].get)
+        for encoding in encodings:
+            start = time.perf_counter()
+            aer = sweep(aligner, ts, layers, encoding)
+            seconds = time.perf_counter() - start
+            print(
+                f"{name}: {encoding} sweep of {len(layers)} layers in {seconds:.0f} s", flush=True
+            )
+            for method, by_layer in aer.items():
+                best = min(by_layer, key=by_layer.get)
+                cells = table.setdefault(f"{encoding:<9}{method}", {})
+                for x in shown_layers:
+                    cells[f"{name} L{x}"] = f"{100 * by_layer[x]:.1f}"
+                cells[f"{name} best"] = f"{100 * by_layer[best]:.1f} (L{best})"
+            if encoding == "separate":
+                itermax_by_layer = aer["itermax"]
+        if not args.no_simalign and itermax_by_layer is not None:
+            best = min(itermax_by_layer, key=itermax_by_layer.get)
             start = time.perf_counter()
             for layer in sorted({best, 8}):
                 sim = simalign_aer(args.model, ts, layer)
-                for method, key in (("SimAlign itermax", "itermax"), ("SimAlign argmax", "inter")):
-                    cells = table.setdefault(method, {})
+                for method, key in (("itermax", "itermax"), ("argmax", "inter")):
+                    cells = table.setdefault(f"{'SimAlign':<9}{method}", {})
                     value = f"{100 * sim[key]:.1f}"
                     if layer == best:
                         cells[f"{name} best"] = f"{value} (L{layer})"
@@ -162,15 +185,14 @@ def main() -> None:
             notes.append(
                 f"eflomal {name}: trained on {len(ts.src)} test + {len(extra)} LibreOffice pairs"
             )
-            table.setdefault("eflomal + gdfa", {}).update(
-                {f"{name} best": value, f"{name} L8": "-"}
-            )
-    columns = [f"{n} {c}" for n in names for c in ("best", "L8")]
+            table.setdefault("eflomal + gdfa", {})[f"{name} best"] = value
+    shown = [f"L{x}" for x in shown_layers] + ["best"]
+    columns = [f"{n} {c}" for n in names for c in shown]
     width = max(map(len, table)) + 2
     print(f"\nAER (%) with {args.model}; best = lowest AER over layers 0-{layers[-1]}")
-    print(f"{'':<{width}}" + "".join(f"{c:>14}" for c in columns))
+    print(f"{'':<{width}}" + "".join(f"{c:>13}" for c in columns))
     for method, cells in table.items():
-        print(f"{method:<{width}}" + "".join(f"{cells.get(c, ''):>14}" for c in columns))
+        print(f"{method:<{width}}" + "".join(f"{cells.get(c, ''):>13}" for c in columns))
     print("\n".join(notes))
 
 

@@ -87,7 +87,7 @@ def main() -> None:
     specs = {
         "mlm": {},
         "align_mlm": {"dictionary": dictionary},
-        "dict_mlm": {"dictionary": dictionary, "vocab": str(derived / "vocab.json")},
+        "dict_mlm": {"dictionary": dictionary},
     }
     accelerator = Accelerator(cpu=True)
     runs = {}

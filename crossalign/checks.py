@@ -13,15 +13,38 @@ from collections.abc import Sequence
 from crossalign.errors import CrossalignError
 from crossalign.registry import did_you_mean
 
+RENAMED = {
+    "iterative": "eq9-literal",
+    "--joint": "--encoding tlm",
+    "--separate": "--encoding separate",
+}
+"""Option values and flags of earlier versions and what they are called now."""
+
+
+def renamed_hint(value: object) -> str:
+    """`` ('X' is now called 'Y')`` for a renamed option value or flag, else ``""``."""
+    new = RENAMED.get(value) if isinstance(value, str) else None
+    return f" ('{value}' is now called '{new}')" if new else ""
+
+
+def choice_hint(value: object, choices: Sequence[str]) -> str:
+    """What to say after an unknown choice: its new name when it was renamed to one of
+    ``choices``, else "did you mean" the nearest choice."""
+    new = RENAMED.get(value) if isinstance(value, str) else None
+    if new is not None and new.split()[0] in choices:
+        return renamed_hint(value)
+    return did_you_mean(str(value), [str(c) for c in choices])
+
 
 def check_choice(where: str, value: object, choices: Sequence[str]) -> None:
     """Raise unless ``value`` is one of ``choices``: ``<where> 'x' is unknown (did you mean
-    'y'?); choose a or b`` (``one of a, b, c`` for more than two)."""
+    'y'?); choose a or b`` (``one of a, b, c`` for more than two; a renamed value gets its
+    new name instead of "did you mean")."""
     if isinstance(value, str) and value in choices:
         return
     listed = " or ".join(choices) if len(choices) == 2 else "one of " + ", ".join(choices)
     raise CrossalignError(
-        f"{where} '{value}' is unknown{did_you_mean(str(value), list(choices))}; choose {listed}"
+        f"{where} '{value}' is unknown{choice_hint(value, choices)}; choose {listed}"
     )
 
 

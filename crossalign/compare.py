@@ -461,14 +461,14 @@ def run_state(cfg: RunConfig, evals: Sequence[tuple[Evaluation, Any, str | None]
     ``results.jsonl`` holds a record of every one of ``evals``: a study's records kept or moved
     without its models), ``resume`` (checkpoints of that config) or ``train``."""
     from crossalign.checkpoint import CONFIG, list_checkpoints
-    from crossalign.config import config_to_dict
     from crossalign.evals.results import find_record, read_results
+    from crossalign.objective_options import normalise_saved, run_config_dict
 
     run_dir = Path(cfg.run_dir)
     saved = run_dir / CONFIG
-    same = saved.is_file() and yaml.safe_load(saved.read_text(encoding="utf-8")) == (
-        config_to_dict(cfg)
-    )
+    same = saved.is_file() and normalise_saved(
+        yaml.safe_load(saved.read_text(encoding="utf-8")) or {}
+    ) == run_config_dict(cfg)
     if same and (run_dir / "model").is_dir():
         return "done"
     if same and evals:

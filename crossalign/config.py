@@ -17,6 +17,7 @@ from crossalign.data.specials import SPECIAL_TOKENS
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.options import WORD_MODES
 from crossalign.models.presets import PRESETS
+from crossalign.schedules import WeightSchedule, parse_weight
 from crossalign.schema import apply_override, build_dataclass, parse_yaml
 from crossalign.tracking import check_tracker_names
 
@@ -37,10 +38,16 @@ class ModelConfig:
     """Add a learned language embedding to every token (XLM style, via token type ids)."""
     hf_overrides: dict[str, Any] = field(default_factory=dict)
     """Extra Hugging Face config fields for a from-scratch model, e.g. ``num_hidden_layers``."""
+    dropout: float | None = None
+    """Every dropout rate of the model while training (hidden states, attention probabilities,
+    activations, heads), for a loaded or a new model (None: the model config's own).
+    XLM-Align's pre-training runs with 0 (``--dropout 0.0 --attention-dropout 0.0``)."""
 
     def __post_init__(self) -> None:
         if self.path is None:
             check_choice("model.preset", self.preset, list(PRESETS))
+        if self.dropout is not None:
+            check_range("model.dropout", self.dropout, 0, 1, high_open=True)
 
 
 @dataclass
@@ -122,8 +129,11 @@ class ObjectiveConfig:
 
     name: str
     """Registered objective name (``crossalign ls objectives``)."""
-    weight: float = 1.0
-    """Multiplier of this objective's loss in the total (>= 0; not all objectives 0)."""
+    weight: float | str = 1.0
+    """Multiplier of this objective's loss (>= 0; not all objectives 0), or a schedule of it,
+    XLM's ``"STEP:VALUE,..."`` (``--lambda_ae '0:1,100000:0.1,300000:0'``): steps strictly
+    increasing from 0, the weight linearly interpolated between them and held after the last;
+    the step is the training steps done so far (``crossalign.schedules``)."""
     batch_size: int | None = None
     """Sequences (pairs for parallel objectives) of this objective per optimizer step, over
     all processes (default: ``train.batch_size``). With ``train.objective_mix: pooled`` the
@@ -133,9 +143,14 @@ class ObjectiveConfig:
     """Keyword options of the objective, e.g. ``mask_prob``."""
 
     def __post_init__(self) -> None:
-        check_range(f"objective {self.name}: weight", self.weight, 0)
+        self.schedule()
         if self.batch_size is not None:
             check_range(f"objective {self.name}: batch_size", self.batch_size, 1, integer=True)
+
+    def schedule(self) -> WeightSchedule:
+        """The weight as a schedule (a constant one for a number); a bad one is an error
+        naming the objective."""
+        return parse_weight(f"objective {self.name}: weight", self.weight)
 
 
 @dataclass
@@ -194,8 +209,20 @@ class TrainConfig:
     summed loss / the predicted tokens of all objectives: one mean over a mixed batch, so an
     objective's share of the gradient follows its share of the predicted tokens, set by the
     objectives' ``batch_size``; XLM's mixed MLM+TLM data)."""
+    step_per_objective: bool = False
+    """true: XLM's loop (``train.py``: one ``mt_step``/``bt_step`` after another), where each
+    objective of a step takes its own forward, backward, clipping and optimizer update in
+    the listed order, so a step makes one update per objective (none for an objective whose
+    weight is 0 at that step, as XLM skips it) and a later objective sees the weights the
+    earlier one just updated. false: one update per step on the weighted sum of the
+    objectives' losses. Either way ``steps``, ``log_every``, ``eval_every``, ``save_every``
+    and the checkpoints count steps (XLM's iterations); ``warmup_steps`` and the learning
+    rate schedule count optimizer updates (XLM's scheduler steps with each update), and the
+    linear decay ends after ``steps`` × objectives updates. Needs ``objective_mix:
+    weighted``."""
     warmup_steps: int = 100
-    """Linear warm-up steps (>= 0), then the ``schedule``'s decay."""
+    """Linear warm-up steps (>= 0), then the ``schedule``'s decay; with ``step_per_objective``
+    these are optimizer updates, several per step."""
     schedule: str = "linear"
     """Learning rate after warm-up: linear (decay to zero at ``steps``) or inverse_sqrt
     (lr · sqrt(warmup_steps / step), the Transformer schedule XLM and MASS train with)."""
@@ -231,6 +258,12 @@ class TrainConfig:
         if self.objective_mix not in ("weighted", "pooled"):
             raise CrossalignError(
                 f"train.objective_mix '{self.objective_mix}' must be weighted or pooled"
+            )
+        if self.step_per_objective and self.objective_mix != "weighted":
+            raise CrossalignError(
+                "train.step_per_objective gives each objective its own update, so its loss "
+                f"cannot be pooled with the others': drop train.objective_mix: "
+                f"{self.objective_mix} or train.step_per_objective"
             )
         check_choice("train.precision", self.precision, ("auto", "no", "bf16", "fp16"))
         check_choice("train.schedule", self.schedule, ("linear", "inverse_sqrt"))
@@ -271,7 +304,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not self.objectives:
             raise CrossalignError("objectives is empty: name at least one, e.g. [{name: mlm}]")
-        if not any(o.weight for o in self.objectives):
+        if all(o.schedule().is_zero for o in self.objectives):
             raise CrossalignError(
                 "every objective has weight 0, so the loss is 0 and nothing trains: give at "
                 "least one a weight > 0"

@@ -7,6 +7,7 @@ dictionary, measured with the registered evaluations' own functions on the live 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -14,7 +15,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from crossalign.config import AERProbe, BLIProbe, RunConfig
 from crossalign.errors import CrossalignError
-from crossalign.evals.gold import TestSet, read_testset
+from crossalign.evals.gold import TestSet, out_of_range_warning, read_testset
 
 
 @dataclass
@@ -43,6 +44,8 @@ class Probes:
                 "data.corpus, or use train.probe_bli.layer=0"
             )
         testset = read_testset(tc.probe_aer.gold) if tc.probe_aer else None
+        if testset is not None and (warning := out_of_range_warning(testset.gold)):
+            print(f"train.probe_aer: {warning}", file=sys.stderr)
         return cls(tc.probe_aer, testset, tc.probe_bli, cfg.data.corpus)
 
     def __bool__(self) -> bool:

@@ -16,6 +16,7 @@ import shutil
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,15 +142,23 @@ def setting_changes(saved: dict, new: dict) -> tuple[list[str], list[str]]:
     return refused, changed
 
 
-def _compare_settings(config: dict, checkpoint: Path, run_dir: Path) -> list[str]:
-    """The settings changed since the run started; refuses the ones that make it a different
-    run, and ``train.steps`` below the checkpoint's step."""
+def _compare_settings(
+    config: dict,
+    checkpoint: Path,
+    run_dir: Path,
+    normalise: Callable[[dict], dict] | None = None,
+) -> list[str]:
+    """The settings changed since the run started (the saved config through ``normalise``);
+    refuses the ones that make it a different run, and ``train.steps`` below the checkpoint's
+    step."""
     saved_path = checkpoint / CONFIG
     if not saved_path.is_file():
         saved_path = run_dir / CONFIG
     if not saved_path.is_file():
         return []
     saved = yaml.safe_load(saved_path.read_text(encoding="utf-8")) or {}
+    if normalise is not None:
+        saved = normalise(saved)
     refused, changed = setting_changes(saved, config)
     if refused:
         raise CrossalignError(
@@ -193,11 +202,17 @@ def truncate_metrics(path: Path, step: int, finished: bool) -> list[str]:
 
 
 def open_run(
-    run_dir: Path, resume: str | None, overwrite: bool, config: dict, steps: int
+    run_dir: Path,
+    resume: str | None,
+    overwrite: bool,
+    config: dict,
+    steps: int,
+    normalise: Callable[[dict], dict] | None = None,
 ) -> RunStart:
     """Take ``run_dir`` for this run (see the module docstring); ``config`` is the resolved
-    config as plain data, ``steps`` its ``train.steps``. Raises CrossalignError with the fix
-    when the run may not start."""
+    config as plain data, ``steps`` its ``train.steps``; ``normalise`` brings a saved config to
+    today's form before it is compared (``crossalign.objective_options.normalise_saved``).
+    Raises CrossalignError with the fix when the run may not start."""
     lock = RunLock(run_dir)
     lock.acquire()
     try:
@@ -205,7 +220,7 @@ def open_run(
             _claim(run_dir, overwrite)
             return RunStart(None, lock=lock)
         resume_from = find_resume_checkpoint(run_dir, resume)
-        changed = _compare_settings(config, resume_from, run_dir)
+        changed = _compare_settings(config, resume_from, run_dir, normalise)
         step = int(read_state(resume_from)["step"])
         later = [
             p

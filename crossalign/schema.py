@@ -81,8 +81,16 @@ def build_dataclass(cls: Any, raw: Any, where: str = "") -> Any:
                 )
         return raw
     if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(cls) if a is not type(None)]
-        return None if raw is None else build_dataclass(args[0], raw, where)
+        if raw is None:
+            return None
+        # ``float | str``: the first type that takes the value; else the first one's error
+        errors = []
+        for arg in (a for a in typing.get_args(cls) if a is not type(None)):
+            try:
+                return build_dataclass(arg, raw, where)
+            except CrossalignError as e:
+                errors.append(e)
+        raise errors[0] from None
     if cls is float and isinstance(raw, int) and not isinstance(raw, bool):
         return float(raw)
     if cls is float and isinstance(raw, str):

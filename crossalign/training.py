@@ -4,7 +4,8 @@ Read top to bottom: set up (data, tokenizer, model, objectives), then per optimi
 one global batch per objective, split it over processes and micro-batches, sum the weighted
 losses (micro-batches weighted by their predicted tokens, so the step does not depend on how
 the batch is split), step AdamW with warm-up and linear decay; log, evaluate and checkpoint on
-schedule.
+schedule. Weights may follow a schedule over the steps, and ``train.step_per_objective`` gives
+each objective its own update within a step (XLM's loop).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import shutil
 import signal
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -48,7 +50,7 @@ from crossalign.checkpoint import (
     read_state,
     write_manifest,
 )
-from crossalign.config import RunConfig, config_to_dict
+from crossalign.config import RunConfig
 from crossalign.data.batching import SourceSampler
 from crossalign.data.loader import (
     StepCollator,
@@ -72,10 +74,11 @@ from crossalign.data.streaming import StreamingText, is_streaming
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, replace_dir, write_text_atomic
-from crossalign.models.build import build_model
+from crossalign.models.build import build_model, set_dropout
 from crossalign.models.card import training_card, write_card
 from crossalign.models.load import model_languages
 from crossalign.models.seq2seq import build_seq2seq, encoder_of, is_seq2seq
+from crossalign.objective_options import normalise_saved, run_config_dict
 from crossalign.objectives import OBJECTIVES, Objective, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
 from crossalign.objectives.seq2seq import MaskedSeq2Seq, Translation
@@ -83,6 +86,7 @@ from crossalign.objectives.tlm import TranslationLM
 from crossalign.probes import Probes
 from crossalign.registry import did_you_mean
 from crossalign.run_dir import METRICS, RunStart, open_run
+from crossalign.schedules import WeightSchedule
 from crossalign.tracking import check_trackers_installed, flat_config
 
 
@@ -102,7 +106,11 @@ class ObjectiveSet(nn.Module):
             heldout = {"mass": MaskedSeq2Seq(ctx, label_smoothing=0.0)}
             heldout["mt"] = Translation(ctx, direction="forward", label_smoothing=0.0)
         else:
-            heldout = {"mlm": MaskedLM(ctx), "tlm": TranslationLM(ctx)}
+            # held-out TLM in the pair layout the run's TLM (or DWA) trains on
+            layout = next(
+                (o.layout for o in objectives.values() if isinstance(o, TranslationLM)), "tlm"
+            )
+            heldout = {"mlm": MaskedLM(ctx), "tlm": TranslationLM(ctx, layout=layout)}
         self.heldout = nn.ModuleDict(heldout)
 
     def heldout_sets(self, data: TrainingData) -> list[tuple[str, str, dict]]:
@@ -117,9 +125,17 @@ class ObjectiveSet(nn.Module):
         return [("mlm", "mono", data.valid_mono), ("tlm", "parallel", data.valid_parallel)]
 
     def forward(
-        self, batches: dict[str, dict[str, torch.Tensor]], heldout: bool = False
-    ) -> dict[str, tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]]:
-        """(loss, n_tokens, metrics) per objective name for its batch."""
+        self,
+        batches: dict[str, dict[str, torch.Tensor]],
+        heldout: bool = False,
+        label: bool = False,
+    ) -> dict:
+        """(loss, n_tokens, metrics) per objective name for its batch; with ``label``, each
+        batch completed by its objective's ``label`` pass instead (no gradient; through the
+        module so that a sharded or distributed wrapper gathers what the model needs)."""
+        if label:
+            with torch.no_grad():
+                return {n: self.objectives[n].label(self.model, b) for n, b in batches.items()}
         table = self.heldout if heldout else self.objectives
         out = {}
         for name, batch in batches.items():
@@ -135,8 +151,19 @@ class Setup:
     tokenizer: PreTrainedTokenizerBase
     model: PreTrainedModel
     objectives: dict[str, Objective]
-    weights: dict[str, float]
+    schedules: dict[str, WeightSchedule]
+    """Each objective's weight over the steps (``objectives.N.weight``)."""
     data: TrainingData
+
+    def weights_at(self, done: int) -> dict[str, float]:
+        """Each objective's weight in the step after ``done`` steps (XLM's lambdas at
+        ``n_total_iter`` = ``done``)."""
+        return {name: schedule.value(done) for name, schedule in self.schedules.items()}
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """The weights of the first step (every step's, when none is scheduled)."""
+        return self.weights_at(0)
 
 
 def objective_classes(cfg: RunConfig) -> list[type[Objective]]:
@@ -162,11 +189,11 @@ def objective_classes(cfg: RunConfig) -> list[type[Objective]]:
 
 
 def _objectives(cfg: RunConfig, ctx: TokenContext) -> tuple[dict[str, Objective], dict]:
-    objectives, weights = {}, {}
+    objectives, schedules = {}, {}
     for oc, cls in zip(cfg.objectives, objective_classes(cfg)):
         objectives[oc.name] = cls(ctx, **oc.options)
-        weights[oc.name] = oc.weight
-    return objectives, weights
+        schedules[oc.name] = oc.schedule()
+    return objectives, schedules
 
 
 def run_is_seq2seq(cfg: RunConfig) -> bool:
@@ -244,10 +271,12 @@ def build_setup(
             cfg.model, len(tokenizer), tokenizer.pad_token_id, data.languages(),
             cfg.data.max_length,
         )  # fmt: skip
+    if cfg.model.dropout is not None:
+        set_dropout(model, cfg.model.dropout)
     ctx = TokenContext.for_model(
         tokenizer, encoder_of(model), cfg.data.max_length, cfg.model.language_embeddings
     )
-    objectives, weights = _objectives(cfg, ctx)
+    objectives, schedules = _objectives(cfg, ctx)
     for objective in objectives.values():
         objective.check_config(cfg)
     for name, obj in objectives.items():
@@ -270,7 +299,7 @@ def build_setup(
         # Also on resume: the starting model is rebuilt identically before its state is
         # loaded, so ``start`` derives exactly what the original run derived.
         objective.start(model, data)
-    return Setup(tokenizer, model, objectives, weights, data)
+    return Setup(tokenizer, model, objectives, schedules, data)
 
 
 def _to(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
@@ -297,7 +326,10 @@ class LogStats:
     ``flush`` turns them into the means a ``metrics.jsonl`` line reports, averaged over steps
     and processes. ``train/ppl`` averages the masked-LM part of each objective that counts
     for perplexity (its ``lm_loss`` metric when it reports one, else its loss), weighted by
-    predicted tokens, so auxiliary losses never enter it.
+    its masked-LM tokens (its ``lm_tokens`` metric when it reports one, else its count), so
+    auxiliary losses and their counts never enter it. An objective's means are over the
+    steps that trained it (``skipped``: steps that did not, with ``train.step_per_objective``
+    and a weight of 0); one that no step trained since the last line is left out of it.
     """
 
     def __init__(
@@ -305,16 +337,25 @@ class LogStats:
     ) -> None:
         self.objectives = objectives
         self.weights = weights
+        """The weights of the latest step (the logged ``loss`` uses them)."""
         self.mix = mix
         self.sums: dict[str, torch.Tensor] = {}
         self.steps = 0
+        self.skipped: dict[str, int] = {}
+        """Per objective, the steps since the last line that did not train it."""
+
+    def skip(self, names: Sequence[str]) -> None:
+        """Count a step that did not train the objectives ``names``."""
+        for name in names:
+            self.skipped[name] = self.skipped.get(name, 0) + 1
 
     def add(self, results: dict, scale: float) -> None:
         """Add one micro-step's (loss, n_tokens, metrics) per objective, scaled by ``scale``."""
         for name, (loss, ntok, metrics) in results.items():
             for key, value in {"loss": loss, **metrics}.items():
+                factor = 1.0 if key == "lm_tokens" else scale  # a count, summed like tokens
                 key = f"{name}/{key}"
-                self.sums[key] = self.sums.get(key, 0.0) + value.detach().float() * scale
+                self.sums[key] = self.sums.get(key, 0.0) + value.detach().float() * factor
             key = f"{name}/tokens"
             self.sums[key] = self.sums.get(key, 0.0) + ntok.detach().float()
 
@@ -322,29 +363,36 @@ class LogStats:
         """Means since the last flush (then reset): ``loss``, ``loss/<objective>``,
         ``<objective>/<metric>`` and ``train/ppl``."""
         keys = sorted(self.sums)
-        values = accelerator.reduce(torch.stack([self.sums[k] for k in keys]), "mean").tolist()
-        means = {k: v / self.steps for k, v in zip(keys, values)}
+        values = (
+            accelerator.reduce(torch.stack([self.sums[k] for k in keys]), "mean").tolist()
+            if keys
+            else []
+        )
+        trained = {n: self.steps - self.skipped.get(n, 0) for n in self.objectives}
+        means = {k: v / trained[k.partition("/")[0]] for k, v in zip(keys, values)}
         record: dict[str, float] = {}
         ppl_loss = ppl_tokens = 0.0
-        for name, objective in self.objectives.items():
+        names = [n for n in self.objectives if trained[n]]
+        for name in names:
+            objective = self.objectives[name]
             record[f"loss/{name}"] = means[f"{name}/loss"]
             for key, value in means.items():
                 if key.startswith(f"{name}/") and key not in (f"{name}/loss", f"{name}/tokens"):
                     record[key] = value
             if objective.counts_for_perplexity:
-                ntok = means[f"{name}/tokens"]
+                ntok = means.get(f"{name}/lm_tokens", means[f"{name}/tokens"])
                 ppl_loss += means.get(f"{name}/lm_loss", means[f"{name}/loss"]) * ntok
                 ppl_tokens += ntok
-        record["loss"] = self._loss(record, means)
+        record["loss"] = self._loss(record, means, names)
         if ppl_tokens:
             record["train/ppl"] = math.exp(min(ppl_loss / ppl_tokens, 50.0))
-        self.sums, self.steps = {}, 0
+        self.sums, self.steps, self.skipped = {}, 0, {}
         return record
 
-    def _loss(self, record: dict[str, float], means: dict[str, float]) -> float:
-        """The loss the steps optimised (``accumulate_gradients``): Σ_o w_o L_o, or with
+    def _loss(self, record: dict[str, float], means: dict[str, float], names: list[str]) -> float:
+        """The loss the steps optimised (``accumulate_gradients``) with the latest weights:
+        Σ_o w_o L_o over the objectives ``names`` trained since the last line, or with
         ``pooled`` mixing Σ_o w_o N_o L_o / Σ_o N_o (N_o: the objective's predicted tokens)."""
-        names = list(self.objectives)
         if self.mix != "pooled":
             return sum(self.weights[n] * record[f"loss/{n}"] for n in names)
         tokens = {n: means[f"{n}/tokens"] for n in names}
@@ -360,12 +408,13 @@ class LogStats:
             if keys
             else []
         )
-        return {"steps": self.steps, "sums": dict(zip(keys, values))}
+        return {"steps": self.steps, "sums": dict(zip(keys, values)), "skipped": dict(self.skipped)}
 
     def load_state_dict(self, state: dict, device: torch.device) -> None:
         """Continue from ``state_dict``'s sums (every process holds the mean; ``flush``
         averages over processes, so the total is unchanged)."""
         self.steps = int(state.get("steps", 0))
+        self.skipped = {k: int(v) for k, v in state.get("skipped", {}).items()}
         self.sums = {k: torch.tensor(v, device=device) for k, v in state.get("sums", {}).items()}
 
 
@@ -391,14 +440,26 @@ def accumulate_gradients(
     the token totals take one all-reduce per step. An objective whose loss is not a mean over
     its ``token_count`` (an auxiliary term) is weighted by that count all the same.
 
+    An objective with a ``label`` pass (DWA's self-labels) completes every micro-batch of the
+    step first, so that its ``token_count`` can depend on those labels.
+
     micro: per micro-batch, per objective, a collated CPU batch -> (this process's part of the
     step loss, a scalar on the device; per micro-batch, each objective's (loss, n, metrics)).
     """
     names = list(objectives)
     device = accelerator.device
-    counts = torch.tensor(
-        [[float(objectives[n].token_count(batches[n])) for n in names] for batches in micro]
-    ).to(device)  # [M, O]
+    labelling = {n for n in names if type(objectives[n]).label is not Objective.label}
+    counted = [  # on the CPU batches where no label pass is needed (no device sync)
+        {n: float(objectives[n].token_count(b)) for n, b in batches.items() if n not in labelling}
+        for batches in micro
+    ]
+    micro = [{n: _to(b, device) for n, b in batches.items()} for batches in micro]
+    for batches, count in zip(micro, counted):
+        if labelled := {n: b for n, b in batches.items() if n in labelling}:
+            with torch.no_grad():  # outside too, so a DDP wrapper prepares no backward
+                batches.update(module(labelled, label=True))
+            count.update({n: float(objectives[n].token_count(batches[n])) for n in labelled})
+    counts = torch.tensor([[count[n] for n in names] for count in counted]).to(device)  # [M, O]
     totals = accelerator.reduce(counts.sum(0), "sum")  # [O]
     if mix == "pooled":
         totals = totals.sum().expand(len(names))
@@ -406,7 +467,6 @@ def accumulate_gradients(
     step_loss = torch.zeros((), device=device)
     results_per_micro = []
     for m, batches in enumerate(micro):
-        batches = {n: _to(b, device) for n, b in batches.items()}
         sync = m == len(micro) - 1
         with contextlib.nullcontext() if sync else accelerator.no_sync(module):
             results = module(batches)
@@ -428,10 +488,14 @@ class TrainState:
     scheduler: torch.optim.lr_scheduler.LRScheduler | None
     objectives: dict[str, Objective]
     weights: dict[str, float]
+    """The objectives' weights in the next step (``TrainingRun.run_step`` sets them from the
+    weight schedules before each step)."""
     mix: str = "weighted"
     """``train.objective_mix``: ``weighted`` or ``pooled`` (see ``accumulate_gradients``)."""
     max_grad_norm: float = 0.0
     """``train.max_grad_norm``: clip the gradient to this global norm (0: no clipping)."""
+    step_per_objective: bool = False
+    """``train.step_per_objective``: one optimizer update per objective (``update_groups``)."""
 
     @classmethod
     def of_run(
@@ -453,6 +517,7 @@ class TrainState:
             setup.weights,
             cfg.train.objective_mix,
             cfg.train.max_grad_norm,
+            cfg.train.step_per_objective,
         )
 
 
@@ -461,13 +526,16 @@ class StepOutcome:
     """One optimizer step: this process's part of the step loss, the global gradient norm
     (before clipping), each micro-batch's (loss, n, metrics) per objective and the tokens
     (attention-mask positions) of this process's micro-batches. ``problem`` is empty when the
-    step was taken; else it tells what became non-finite and the update was not made."""
+    step was taken; else it tells what became non-finite and the update was not made.
+    With ``step_per_objective`` it sums the step's updates (``combine_updates``), and
+    ``skipped`` names the objectives it did not train."""
 
     loss: torch.Tensor
     grad_norm: torch.Tensor
     results: list[dict]
     tokens: int
     problem: str = ""
+    skipped: tuple[str, ...] = ()
 
     @property
     def finite(self) -> bool:
@@ -476,25 +544,79 @@ class StepOutcome:
         return not self.problem
 
 
+def update_groups(ts: TrainState) -> list[list[str]]:
+    """The objectives of each optimizer update of a step, in order: all of them in one
+    update; with ``step_per_objective`` one update per objective, except one of weight 0
+    (XLM's ``mt_step``/``bt_step`` return at once when their lambda is 0: no batch, no
+    update)."""
+    if not ts.step_per_objective:
+        return [list(ts.objectives)]
+    return [[name] for name in ts.objectives if ts.weights[name] != 0]
+
+
 def train_step(
     ts: TrainState, micro: list[dict[str, dict[str, torch.Tensor]]], step: int
 ) -> StepOutcome:
-    """Optimizer step number ``step`` (counted from 1) on this process's collated
-    micro-batches ``micro``: every objective's ``step_begins``, then forward and backward
-    (``accumulate_gradients``), the gradient norm (clipped to ``max_grad_norm``), a check
-    gathered over processes that the loss and gradient norm are finite, then the AdamW and
-    schedule steps. The only place an optimizer step happens.
+    """Step number ``step`` (counted from 1) on this process's collated micro-batches
+    ``micro``: every objective's ``step_begins``, then the step's optimizer updates
+    (``update_groups``: one on the weighted sum of every objective's loss, or one per
+    objective with ``step_per_objective``), each made by ``optimizer_update``. The only
+    place optimizer steps happen.
 
-    With fp16 the gradient scaler skips overflowing steps itself, so only the loss is checked
-    there. A non-finite step is not taken: the outcome's ``problem`` says why and the caller
-    decides (the training loop stops with its checkpoint advice)."""
-    accelerator, module = ts.accelerator, ts.module
-    model = accelerator.unwrap_model(module).model
+    A non-finite update is not made and ends the step: the outcome's ``problem`` says why and
+    the caller decides (the training loop stops with its checkpoint advice)."""
+    accelerator = ts.accelerator
+    model = accelerator.unwrap_model(ts.module).model
     for objective in ts.objectives.values():
         objective.step_begins(model, step)
+    groups = update_groups(ts)
+    updates = []
+    for names in groups:
+        part = [{name: batches[name] for name in names} for batches in micro]
+        updates.append(optimizer_update(ts, part, names, step))
+        if not updates[-1].finite:
+            break
+    trained = {name for names in groups for name in names}
+    skipped = tuple(name for name in ts.objectives if name not in trained)
+    return combine_updates(updates, len(micro), skipped, accelerator.device)
+
+
+def combine_updates(
+    updates: list[StepOutcome], n_micro: int, skipped: tuple[str, ...], device: torch.device
+) -> StepOutcome:
+    """One step's outcome from its updates': the losses and tokens summed, the largest
+    gradient norm, each micro-batch's results of every update, the last update's problem
+    (the step stops at the first), and the objectives ``skipped``. A single update is its
+    own outcome."""
+    if len(updates) == 1 and not skipped:
+        return updates[0]
+    zero = torch.zeros((), device=device)
+    return StepOutcome(
+        loss=torch.stack([zero, *(u.loss for u in updates)]).sum(),
+        grad_norm=torch.stack([zero, *(u.grad_norm.float() for u in updates)]).max(),
+        results=[{k: v for u in updates for k, v in u.results[m].items()} for m in range(n_micro)],
+        tokens=sum(u.tokens for u in updates),
+        problem=updates[-1].problem if updates else "",
+        skipped=skipped,
+    )
+
+
+def optimizer_update(
+    ts: TrainState, micro: list[dict[str, dict[str, torch.Tensor]]], names: list[str], step: int
+) -> StepOutcome:
+    """One optimizer update on the objectives ``names`` of this process's micro-batches
+    ``micro`` in step ``step``: forward and backward (``accumulate_gradients``), the gradient
+    norm (clipped to ``max_grad_norm``), a check gathered over processes that the loss and
+    gradient norm are finite, then the AdamW and schedule steps.
+
+    With fp16 the gradient scaler skips overflowing steps itself, so only the loss is checked
+    there. A non-finite update is not made: the outcome's ``problem`` says why."""
+    accelerator, module = ts.accelerator, ts.module
+    objectives = {name: ts.objectives[name] for name in names}
+    weights = {name: ts.weights[name] for name in names}
     tokens = sum(int(b["attention_mask"].sum()) for batches in micro for b in batches.values())
     step_loss, results = accumulate_gradients(
-        accelerator, module, micro, ts.objectives, ts.weights, ts.mix
+        accelerator, module, micro, objectives, weights, ts.mix
     )
     grad_norm = _grad_norm(accelerator, module, ts.max_grad_norm)
     check_norm = accelerator.scaler is None
@@ -505,7 +627,8 @@ def train_step(
     outcome = StepOutcome(step_loss, grad_norm, results, tokens)
     if not bool(torch.isfinite(checks).all()):
         loss, norm = (float(x) for x in checks[~torch.isfinite(checks).all(1)][0])
-        outcome.problem = f"loss became {loss} at step {step}"
+        which = "" if len(names) == len(ts.objectives) else f" of {names[0]}"
+        outcome.problem = f"loss{which} became {loss} at step {step}"
         if check_norm:
             outcome.problem += f" (gradient norm {norm})"
         return outcome
@@ -598,11 +721,14 @@ def build_schedule(
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """``train.warmup_steps`` of linear warm-up, then ``train.schedule``: linear decay to zero
     at ``train.steps``, or inverse square root (lr · sqrt(warmup / step); Vaswani et al.
-    2017, XLM's ``adam_inverse_sqrt``)."""
+    2017, XLM's ``adam_inverse_sqrt``). The schedule steps with every optimizer update, as
+    XLM's does: with ``train.step_per_objective`` one per objective in each step, so the
+    linear decay ends after ``train.steps`` × objectives updates."""
     tc = cfg.train
     if tc.schedule == "inverse_sqrt":
         return get_inverse_sqrt_schedule(optimizer, tc.warmup_steps)
-    return get_linear_schedule_with_warmup(optimizer, tc.warmup_steps, tc.steps)
+    updates = tc.steps * (len(cfg.objectives) if tc.step_per_objective else 1)
+    return get_linear_schedule_with_warmup(optimizer, tc.warmup_steps, updates)
 
 
 def _all_finite(module: nn.Module, optimizer: torch.optim.Optimizer) -> bool:
@@ -720,6 +846,23 @@ def _batch_sizes(cfg: RunConfig, world: int) -> tuple[int, dict[str, int], dict[
     return tc.batch_size // slices, batch_sizes, per_objective
 
 
+def check_step_per_objective(
+    cfg: RunConfig, objectives: dict[str, Objective], processes: int
+) -> None:
+    """Refuse ``train.step_per_objective`` on several processes when an objective has
+    parameters of its own (DWA's pointer network): an update whose backward leaves them out
+    makes DDP's gradient reduction fail on the next forward."""
+    if not (cfg.train.step_per_objective and processes > 1):
+        return
+    for name, objective in objectives.items():
+        if next(objective.parameters(), None) is not None:
+            raise CrossalignError(
+                f"train.step_per_objective on {processes} processes: objective '{name}' has "
+                "parameters of its own, which the other objectives' updates leave without a "
+                "gradient; train on one process or set train.step_per_objective: false"
+            )
+
+
 def _start_run(
     accelerator: Accelerator, cfg: RunConfig, resume: str | None, overwrite: bool
 ) -> RunStart:
@@ -728,8 +871,9 @@ def _start_run(
     start, shared = None, [None]  # to the other processes: the error, or (checkpoint, changes)
     if accelerator.is_main_process:
         try:
+            config = run_config_dict(cfg)
             start = open_run(
-                Path(cfg.run_dir), resume, overwrite, config_to_dict(cfg), cfg.train.steps
+                Path(cfg.run_dir), resume, overwrite, config, cfg.train.steps, normalise_saved
             )
             shared = [(start.resume_from, start.changed)]
         except CrossalignError as e:
@@ -949,6 +1093,7 @@ class TrainingRun:
         tc = cfg.train
         set_seed(tc.seed)
         setup = build_setup(cfg, start.resume_from, accelerator)
+        check_step_per_objective(cfg, setup.objectives, accelerator.num_processes)
         module = ObjectiveSet(setup.model, setup.objectives)
         optimizer = build_optimizer(module, cfg)
         scheduler = build_schedule(optimizer, cfg)
@@ -959,7 +1104,7 @@ class TrainingRun:
         stats = LogStats(setup.objectives, setup.weights, tc.objective_mix)
         position = {n: s.state_dict() for n, s in samplers.items()}
         sizes = (valid_batch_size, batch_sizes, micro_sizes)
-        config = config_to_dict(cfg)
+        config = run_config_dict(cfg)
         run = cls(
             accelerator, cfg, config, setup, trainer, streams, samplers, *sizes, stats, 0, position
         )
@@ -1055,9 +1200,12 @@ class TrainingRun:
         return step_loader(collator, plan, self.cfg.data.num_workers)
 
     def run_step(self, micro: list[dict[str, dict[str, torch.Tensor]]]) -> None:
-        """Optimizer step ``step + 1`` on this process's collated micro-batches (``train_step``)
-        and its log sums; one-line errors for a step that does not fit in memory and for a
-        non-finite one (which moves the checkpoints its weights gave aside)."""
+        """Step ``step + 1`` on this process's collated micro-batches (``train_step``) with the
+        objectives' weights after ``step`` steps, and its log sums; one-line errors for a step
+        that does not fit in memory and for a non-finite one (which moves the checkpoints its
+        weights gave aside)."""
+        weights = self.setup.weights_at(self.step)
+        self.trainer.weights = self.stats.weights = weights
         try:
             outcome = train_step(self.trainer, micro, self.step + 1)
         except (torch.OutOfMemoryError, RuntimeError) as e:
@@ -1068,6 +1216,7 @@ class TrainingRun:
         self.tokens_seen += outcome.tokens
         for micro_results in outcome.results:
             self.stats.add(micro_results, 1.0 / self.cfg.train.grad_accum)
+        self.stats.skip(outcome.skipped)
         self.step += 1
         self.stats.steps += 1
         self.bar.update(1)
@@ -1093,7 +1242,8 @@ class TrainingRun:
 
     def maybe_log(self) -> None:
         """Every ``train.log_every`` steps and after the last: a training line (step, lr,
-        processes, the ``LogStats`` means since the last line, tokens/s over all processes)."""
+        processes, each scheduled objective's ``weight/<objective>`` in the last step, the
+        ``LogStats`` means since the last line, tokens/s over all processes)."""
         tc, step = self.cfg.train, self.step
         if step % tc.log_every and step != tc.steps:
             return
@@ -1101,6 +1251,9 @@ class TrainingRun:
         now = time.perf_counter()
         lr = self.trainer.scheduler.get_last_lr()[0]
         record = {"step": step, "lr": lr, "processes": accelerator.num_processes}
+        for name, schedule in self.setup.schedules.items():
+            if not schedule.is_constant:
+                record[f"weight/{name}"] = self.trainer.weights[name]
         record.update(self.stats.flush(accelerator))
         seen = torch.tensor(float(self.tokens_seen), device=accelerator.device)
         tokens = accelerator.reduce(seen, "sum").item()

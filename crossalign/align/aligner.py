@@ -26,6 +26,7 @@ from crossalign.align.words import (
     word_links,
     word_max,
 )
+from crossalign.data.pair_layout import pair_row, special_count, truncate_pair
 from crossalign.errors import CrossalignError
 from crossalign.models.load import (
     input_limit,
@@ -45,8 +46,8 @@ class PairBatch:
     """Model inputs of a batch of B pairs and where each side's subword states come out."""
 
     inputs: dict[str, torch.Tensor]
-    """input_ids, attention_mask [R, L] (R = B joint, 2B separate), optionally position_ids and
-    token_type_ids."""
+    """input_ids, attention_mask [R, L] (R = B in one sequence, 2B separate), optionally
+    position_ids and token_type_ids."""
     src_row: torch.Tensor
     """[B] row of the model output holding the source subwords."""
     src_col: torch.Tensor
@@ -126,7 +127,8 @@ class WordAligner:
 
     Long sentences are truncated, never windowed: each side keeps its first ``max_pieces``
     subwords (the model's ``max_position_embeddings`` less the position offset and the two
-    special tokens), and only the words those subwords belong to can be linked; the words
+    special tokens; with ``concat`` encoding both sides together keep ``pair_budget``, the
+    longer side cut first), and only the words those subwords belong to can be linked; the words
     after them get no links. Time and memory stay bounded by ``max_pieces`` however long a
     line is. ``truncated`` counts the pairs cut so far (``truncation_warning`` says so).
     """
@@ -150,6 +152,8 @@ class WordAligner:
         self.pad_id = tokenizer.pad_token_id
         self.offset = position_offset(model)
         self.max_pieces = input_limit(model, specials=2)
+        self.pair_budget = input_limit(model, specials=special_count("concat"))
+        """Subwords of both sentences that one ``concat`` row holds."""
         self.type_ids = (
             tuple(language_type_id(model, x) for x in languages)
             if languages and model_languages(model)
@@ -164,28 +168,27 @@ class WordAligner:
         """Time spent so far in each stage of ``align``."""
 
     def collate(self, pairs: Sequence[tuple[Pieces, Pieces]]) -> PairBatch:
-        """Model inputs for B pairs: one row ``[cls] src [sep] [cls] tgt [sep]`` per pair with
-        positions restarting at the target (joint), or rows ``[cls] src [sep]`` then rows
-        ``[cls] tgt [sep]`` (separate)."""
+        """Model inputs for B pairs by ``cfg.encoding``: one row ``[cls] src [sep] [cls] tgt
+        [sep]`` per pair with positions restarting at the target (``tlm``), one row ``[cls]
+        src [sep] tgt [sep]`` with continuous positions (``concat``), or rows ``[cls] src
+        [sep]`` then rows ``[cls] tgt [sep]`` (``separate``)."""
         src = [s for s, _ in pairs]
         tgt = [t for _, t in pairs]
         b = len(pairs)
-        if self.cfg.joint:
-            rows = [
-                [self.cls_id, *s.ids, self.sep_id, self.cls_id, *t.ids, self.sep_id]
-                for s, t in pairs
-            ]
-            sides = [[0] * (len(s.ids) + 2) + [1] * (len(t.ids) + 2) for s, t in pairs]
-            positions = [[*range(len(s.ids) + 2), *range(len(t.ids) + 2)] for s, t in pairs]
-            inputs = {"position_ids": self.offset + _padded(positions, 0)}
-            tgt_first = [len(s.ids) + 3 for s in src]
-            src_row = tgt_row = torch.arange(b)
-        else:
+        encoding = self.cfg.encoding
+        if encoding == "separate":
             rows = [[self.cls_id, *p.ids, self.sep_id] for p in src + tgt]
             sides = [[0] * len(r) for r in rows[:b]] + [[1] * len(r) for r in rows[b:]]
             inputs = {}
             tgt_first = [1] * b
             src_row, tgt_row = torch.arange(b), torch.arange(b, 2 * b)
+        else:
+            built = [pair_row(s.ids, t.ids, self.cls_id, self.sep_id, encoding) for s, t in pairs]
+            rows = [r.ids for r in built]
+            sides = [r.segments for r in built]
+            inputs = {"position_ids": self.offset + _padded([r.positions for r in built], 0)}
+            tgt_first = [r.tgt_first for r in built]
+            src_row = tgt_row = torch.arange(b)
         side = _padded(sides, -1)
         inputs["input_ids"] = _padded(rows, self.pad_id)
         inputs["attention_mask"] = (side >= 0).long()
@@ -260,29 +263,45 @@ class WordAligner:
         return self.word_alignment(states, batch).links
 
     def _row_length(self, src: Pieces, tgt: Pieces) -> int:
-        """Subwords of the longest model input row of a pair: both sides (joint) or the longer
-        side (separate)."""
+        """Subwords of the longest model input row of a pair: both sides (one sequence) or
+        the longer side (separate)."""
         n_src, n_tgt = len(src.ids), len(tgt.ids)
-        return n_src + n_tgt if self.cfg.joint else max(n_src, n_tgt)
+        return max(n_src, n_tgt) if self.cfg.encoding == "separate" else n_src + n_tgt
 
-    def _pieces(
+    def pieces(
         self, pairs: Sequence[tuple[list[str], list[str]]]
     ) -> tuple[list[Pieces], list[Pieces]]:
-        """Subwords of the pairs' source and target sentences, cut to the ``max_pieces`` the
-        model's positions hold; counts the pairs cut in ``truncated``."""
+        """Subwords of the pairs' source and target sentences, cut to what the model's
+        positions hold: ``max_pieces`` per side, and with ``concat`` encoding both sides
+        together to ``pair_budget`` (the longer side first); counts the pairs cut in
+        ``truncated``."""
         src, tgt = (
             to_pieces(self.tokenizer, [p[side] for p in pairs], self.cfg.subwords)
             for side in (0, 1)
         )
         limit = self.max_pieces
-        self.truncated += sum(len(s.ids) > limit or len(t.ids) > limit for s, t in zip(src, tgt))
+        kept = [(min(len(s.ids), limit), min(len(t.ids), limit)) for s, t in zip(src, tgt)]
+        if self.cfg.encoding == "concat":
+            kept = [truncate_pair(ns, nt, self.pair_budget) for ns, nt in kept]
+        self.truncated += sum(
+            ns < len(s.ids) or nt < len(t.ids) for (ns, nt), s, t in zip(kept, src, tgt)
+        )
         self.pairs += len(pairs)
-        return [p.truncated(limit) for p in src], [p.truncated(limit) for p in tgt]
+        return (
+            [p.truncated(ns) for p, (ns, _) in zip(src, kept)],
+            [p.truncated(nt) for p, (_, nt) in zip(tgt, kept)],
+        )
 
     def truncation_warning(self) -> str | None:
         """A one-line warning counting the pairs truncated so far, or None if none was."""
         if not self.truncated:
             return None
+        if self.cfg.encoding == "concat":
+            return (
+                f"warning: {self.truncated} of {self.pairs} pairs were longer than the model's "
+                f"positions hold ({self.max_pieces} subwords per sentence, {self.pair_budget} "
+                "per pair in one sequence); the words after the subwords kept are unaligned"
+            )
         return (
             f"warning: {self.truncated} of {self.pairs} pairs had a sentence longer than the "
             f"model's {self.max_pieces} subwords; it was truncated and the words after its first "
@@ -313,7 +332,7 @@ class WordAligner:
         with tqdm(total=total, unit="pair", disable=not progress, file=sys.stderr) as bar:
             while part := list(itertools.islice(it, chunk)):
                 t0 = time.perf_counter()
-                src, tgt = self._pieces(part)
+                src, tgt = self.pieces(part)
                 order = sorted(range(len(part)), key=lambda k: -self._row_length(src[k], tgt[k]))
                 self.seconds["tokenize"] += time.perf_counter() - t0
                 placed: dict[int, dict[int, Alignment]] = {x: {} for x in layers}

@@ -75,9 +75,9 @@ class Aligner:
         """An aligner for the ``save_pretrained`` model and tokenizer in ``name_or_dir``,
         aligning with hidden layer ``layer`` by ``method`` (ot, itermax, argmax, softmax).
         ``options`` are the other fields of ``AlignConfig`` (``batch_size=64``,
-        ``softmax_threshold=1e-3``, ``joint=True``, ...); ``languages`` (source, target) picks
-        the language embeddings of a model trained with them; ``device`` defaults to CUDA
-        when available. Only the layers up to ``layer`` are loaded."""
+        ``softmax_threshold=1e-3``, ``encoding="concat"``, ...); ``languages`` (source,
+        target) picks the language embeddings of a model trained with them; ``device``
+        defaults to CUDA when available. Only the layers up to ``layer`` are loaded."""
         return cls.from_config(
             name_or_dir, align_config(method, **options), layer, languages, device
         )

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crossalign.checks import renamed_hint
 from crossalign.cli.generate import opt
 from crossalign.errors import CrossalignError
 from crossalign.languages import check_language
 
 METHODS = ("ot", "itermax", "argmax", "softmax")
-OT_FILTERS = ("iterative", "itermax", "union")
-SINKHORN_ORDERS = ("rows-first", "columns-first")
+OT_FILTERS = ("argmax", "itermax", "eq9-literal", "union")
+SINKHORN_ORDERS = ("columns-first", "rows-first")
+ENCODINGS = ("separate", "tlm", "concat")
 SUBWORD_MODES = ("per-word", "word-ids")
 
 
@@ -23,27 +25,35 @@ class AlignConfig:
     """ot: XLM-Align optimal transport + alignment filtering; itermax, argmax: SimAlign on
     cosine similarity; softmax: awesome-align's extraction (both directional softmaxes of the
     dot products above --softmax-threshold)."""
-    joint: bool = opt(False, flag="--joint/--separate")
-    """Encode a pair as one sequence ``[cls] src [sep] [cls] tgt [sep]`` (positions restart at
-    the target, as in TLM; XLM-Align) or each sentence on its own (SimAlign; the default,
-    which measures how aligned the languages are without cross-attention between them)."""
+    encoding: str = opt("separate", choices=ENCODINGS)
+    """How a pair enters the encoder: ``separate``, each sentence on its own, ``[cls] s [sep]``
+    (SimAlign; measures how aligned the languages are without attention between them);
+    ``tlm``, one sequence ``[cls] src [sep] [cls] tgt [sep]`` with positions restarting at the
+    target (crossalign's TLM layout); ``concat``, one sequence ``[cls] src [sep] tgt [sep]``
+    with continuous positions (``<s> src </s> tgt </s>`` for XLM-R: the released XLM-Align
+    aligner's and pre-training task's layout)."""
     subwords: str = opt("per-word", choices=SUBWORD_MODES)
     """Word -> subwords: tokenize each word alone (per-word) or use the fast tokenizer's
     ``word_ids()`` on the whole sentence (word-ids)."""
     sinkhorn_iters: int = opt(2, metavar="N")
     """Sinkhorn iterations of ``ot`` (XLM-Align: 2)."""
-    sinkhorn_order: str = opt("rows-first", choices=SINKHORN_ORDERS)
-    """rows-first (XLM-Align Eq. 6: u <- 1/(Kv), then v <- 1/(Kᵀu)) or columns-first (POT and
-    the released XLM-Align aligner)."""
-    ot_filter: str = opt("iterative", choices=OT_FILTERS)
-    """How ``ot`` extracts links from the plan: iterative (XLM-Align Eq. 7-9), itermax
-    (SimAlign's IterMax on the plan) or union (forward ∪ backward argmax, no filtering)."""
+    sinkhorn_order: str = opt("columns-first", choices=SINKHORN_ORDERS)
+    """columns-first (the released XLM-Align aligner and pre-training task, and POT: columns of
+    K normalised, then rows) or rows-first (XLM-Align Eq. 6 as written: u <- 1/(Kv), then
+    v <- 1/(Kᵀu))."""
+    ot_filter: str = opt("argmax", choices=OT_FILTERS)
+    """How ``ot`` extracts links from the plan: argmax (the released XLM-Align aligner: one
+    mutual argmax, rows of the plan and columns of the plan before its last update), itermax
+    (SimAlign's IterMax on the plan, the authors' self-labelling), eq9-literal (Eq. 7-9 read
+    literally: not what the authors ran; lower precision) or union (forward ∪ backward argmax,
+    no filtering)."""
     mu: float = 1.0
     """Entropic regularisation μ of ``ot``: the kernel is ``exp(f_sim / μ)``."""
     eps: float = opt(1e-6, cli=False)
     """Floor ε of the dot products in ``f_sim = log max(ε, h_iᵀ h_j)``."""
     filter_iters: int = opt(2, metavar="N")
-    """Rounds of iterative alignment filtering (``ot``) or IterMax's ``max_count``."""
+    """IterMax's ``max_count`` (``itermax``, ``ot --ot-filter itermax``) or the rounds of
+    ``--ot-filter eq9-literal``."""
     alpha: float = 0.9
     """Discount of scores whose row or column is already aligned (filtering, IterMax)."""
     softmax_threshold: float = opt(1e-3, metavar="P")
@@ -60,10 +70,15 @@ class AlignConfig:
             raise CrossalignError(
                 f"unknown alignment method '{self.method}'; choose one of {', '.join(METHODS)}"
             )
-        for key, allowed in (("sinkhorn_order", SINKHORN_ORDERS), ("ot_filter", OT_FILTERS)):
+        for key, allowed in (
+            ("sinkhorn_order", SINKHORN_ORDERS),
+            ("ot_filter", OT_FILTERS),
+            ("encoding", ENCODINGS),
+        ):
             if getattr(self, key) not in allowed:
                 raise CrossalignError(
                     f"unknown {key} '{getattr(self, key)}'; choose one of {', '.join(allowed)}"
+                    + renamed_hint(getattr(self, key))
                 )
         if self.subwords not in SUBWORD_MODES:
             raise CrossalignError(

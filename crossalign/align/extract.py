@@ -1,7 +1,7 @@
 """Links from a score matrix: SimAlign's ArgMax and IterMax, XLM-Align's optimal-transport
-extraction with iterative alignment filtering (Eq. 7-9), and awesome-align's softmax
-extraction. All batched: scores [B, m, n] with masks src_mask [B, m] and tgt_mask [B, n]
-(True at real tokens); links are bool [B, m, n]."""
+extraction (the released aligner's mutual argmax, and the paper's alignment filtering, Eq. 7-9,
+read literally), and awesome-align's softmax extraction. All batched: scores [B, m, n] with
+masks src_mask [B, m] and tgt_mask [B, n] (True at real tokens); links are bool [B, m, n]."""
 
 from __future__ import annotations
 
@@ -11,18 +11,21 @@ import torch
 import torch.nn.functional as F
 
 from crossalign.align.config import METHODS, OT_FILTERS
-from crossalign.align.similarity import cosine_scores, dot_scores, log_clamped
-from crossalign.align.sinkhorn import sinkhorn_log
+from crossalign.align.similarity import cosine_scores, dot_scores
+from crossalign.align.sinkhorn import transport_plans
 
 
-def _mutual_argmax(scores: torch.Tensor) -> torch.Tensor:
-    """bool [B, m, n]: (i, j) where j is the argmax of row i and i the argmax of column j
-    (the first maximum on ties, as ``numpy.argmax``)."""
+def _mutual_argmax(scores: torch.Tensor, column_scores: torch.Tensor | None = None) -> torch.Tensor:
+    """bool [B, m, n]: (i, j) where j is the argmax of row i of ``scores`` and i the argmax of
+    column j of ``column_scores`` (default ``scores``), the first maximum on ties, as
+    ``numpy.argmax`` and ``torch.argmax``."""
     m, n = scores.shape[1:]
     if m == 0 or n == 0:
         return torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)
+    if column_scores is None:
+        column_scores = scores
     forward = F.one_hot(scores.argmax(dim=2), n).bool()  # [B, m, n]
-    backward = F.one_hot(scores.argmax(dim=1), m).bool().transpose(1, 2)  # [B, m, n]
+    backward = F.one_hot(column_scores.argmax(dim=1), m).bool().transpose(1, 2)  # [B, m, n]
     return forward & backward
 
 
@@ -38,6 +41,30 @@ def argmax_links(
     return _mutual_argmax(scores.masked_fill(~valid, float("-inf"))) & valid
 
 
+def released_argmax_links(
+    plan: torch.Tensor, half: torch.Tensor, src_mask: torch.Tensor, tgt_mask: torch.Tensor
+) -> torch.Tensor:
+    """The released XLM-Align aligner's extraction (``extract_wa_from_pi_xi`` of
+    ``word_aligner/xlmalign-ot-aligner.py``): one mutual argmax, the forward argmax of each row
+    of the final plan π and the backward argmax of each column of ξ, the plan before the last
+    Sinkhorn update, with no further filtering::
+
+        A = {(i, j) : j = argmax_k π_ik  and  i = argmax_k ξ_kj}
+
+    In ``columns-first`` order ξ is π before its rows are normalised, so the row argmaxes of
+    π and ξ agree and ``A`` is the mutual argmax of ξ; in ``rows-first`` order it is the
+    mutual argmax of π. The first maximum wins ties, as in the released code.
+
+    plan, half [B, m, n] (π and ξ, or their logs: only argmaxes are taken), src_mask [B, m],
+    tgt_mask [B, n] -> bool [B, m, n].
+    """
+    valid = src_mask[:, :, None] & tgt_mask[:, None, :]
+    neg_inf = float("-inf")
+    return (
+        _mutual_argmax(plan.masked_fill(~valid, neg_inf), half.masked_fill(~valid, neg_inf)) & valid
+    )
+
+
 def itermax_links(
     scores: torch.Tensor,
     src_mask: torch.Tensor,
@@ -46,7 +73,9 @@ def itermax_links(
     alpha: float = 0.9,
 ) -> torch.Tensor:
     """SimAlign's IterMax (its ``iter_max``); ``ot_filter="itermax"`` applies it to the transport
-    plan instead of XLM-Align's own filtering (``alignment_filter_links``).
+    plan, as the authors' pre-training task does to self-label (``iter_max`` of
+    ``infoxlm/tasks/xlm_align.py`` in microsoft/unilm, the same function with ``max_count =
+    --wa_max_count``, "the number of iterative alignment filtering").
 
     Round 1 is ArgMax. Each further round (``max_count - 1`` of them) extracts ArgMax links
     again from the scores reweighted by what is already aligned::
@@ -97,23 +126,28 @@ def union_links(
     return (forward | backward) & valid
 
 
-def alignment_filter_links(
+def eq9_literal_links(
     scores: torch.Tensor,
     src_mask: torch.Tensor,
     tgt_mask: torch.Tensor,
     rounds: int = 2,
     alpha: float = 0.9,
 ) -> torch.Tensor:
-    """XLM-Align's iterative alignment filtering (§3.1, Eq. 7-9) on a transport plan.
+    """XLM-Align's iterative alignment filtering (§3.1, Eq. 7-9) read literally, on a
+    transport plan (``ot_filter="eq9-literal"``). Not what the authors ran: their pre-training
+    task follows IterMax (``itermax_links``), as the paper says just before Eq. 8 ("we follow
+    the procedure of Itermax"), and their aligner takes one mutual argmax
+    (``released_argmax_links``). This reading adds a link per round to every pair, even a
+    perfect one-to-one alignment, so its precision is lower.
 
     Round 1 (Eq. 7) takes the mutual argmaxes of ``A* = T``. Each further round (``rounds - 1``
-    of them) discounts the scores of every token already aligned (Eq. 8)::
+    of them) discounts the scores of every token already aligned (Eq. 9)::
 
         A*_ij <- α · A*_ij   if row i or column j holds a link,   A*_ij otherwise
 
-    and adds the mutual argmaxes of ``A*`` among the pairs not yet linked (Eq. 9). Unlike
-    IterMax (``itermax_links``), a pair whose two ends are both aligned still competes (with
-    its score discounted), a new link needs no free end, and short sentences get no special
+    and adds the mutual argmaxes of ``A*`` among the pairs not yet linked to the links
+    (Eq. 8). Unlike IterMax, a pair whose two ends are both aligned still competes (with its
+    score discounted), a new link needs no free end, and short sentences get no special
     case: on ``[[.9, .5, .1], [.5, .8, .1], [.1, .1, .05]]`` with α = 0.9, two rounds give
     ``{(0,0), (1,1)}`` then add ``(0,1)`` and ``(1,0)``, where IterMax adds ``(0,2)`` and
     ``(2,0)``. Each round adds at least the largest score among unlinked pairs.
@@ -214,19 +248,20 @@ def subword_alignment(
     eps: float = 1e-6,
     filter_iters: int = 2,
     alpha: float = 0.9,
-    sinkhorn_order: str = "rows-first",
-    ot_filter: str = "iterative",
+    sinkhorn_order: str = "columns-first",
+    ot_filter: str = "argmax",
     softmax_threshold: float = 1e-3,
 ) -> SubwordAlignment:
     """Subword links of a batch of pairs from their hidden states, with a score per link.
 
-    - ``ot`` (XLM-Align §3.1): transport plan ``T`` of ``f_sim = log max(ε, h_iᵀ h_j)`` (raw
-      dot products, as the paper) by ``sinkhorn_iters`` Sinkhorn iterations in
-      ``sinkhorn_order`` with regularisation ``μ``; then ``ot_filter`` extracts links from
-      ``T``: ``iterative`` (Eq. 7-9, ``filter_iters`` rounds, discount ``α``), ``itermax``
-      (SimAlign's IterMax on ``T``) or ``union`` (forward ∪ backward argmax, no filtering).
-      A link's score is its entry ``T_ij`` of the plan as Sinkhorn leaves it (the plan sums
-      to 1 over the pair: its rows to 1/m, its columns to 1/n after the last update).
+    - ``ot`` (XLM-Align §3.1): transport plan ``T`` of the raw dot products ``h_iᵀ h_j``, those
+      ``<= 0`` set to ``eps`` (``transport_plans``), by ``sinkhorn_iters`` Sinkhorn iterations
+      in ``sinkhorn_order`` with regularisation ``μ``; then ``ot_filter`` extracts links from
+      ``T`` (``plan_links``): ``argmax`` (the released aligner's mutual argmax), ``itermax``
+      (IterMax on ``T``, the authors' self-labelling, ``filter_iters`` rounds, discount
+      ``α``), ``eq9-literal`` (Eq. 7-9 read literally) or ``union`` (no filtering).
+      A link's score is its entry ``T_ij`` of the plan scaled to sum to 1 over the pair (after
+      the last update in the default order its rows hold 1/m each).
     - ``itermax``: SimAlign's IterMax on ``(cos + 1) / 2`` with ``max_count = filter_iters``.
     - ``argmax``: SimAlign's ArgMax on ``(cos + 1) / 2``.
     - ``softmax`` (awesome-align): both directional softmaxes of the dot products above
@@ -245,10 +280,12 @@ def subword_alignment(
     src2tgt, tgt2src = softmax_probabilities(src, tgt, src_mask, tgt_mask)
     probs = (src2tgt + tgt2src) / 2
     if method == "ot":
-        f_sim = log_clamped(dot_scores(src, tgt), eps)
-        plan = sinkhorn_log(f_sim, src_mask, tgt_mask, mu, sinkhorn_iters, sinkhorn_order).exp()
-        links = plan_links(plan, src_mask, tgt_mask, ot_filter, filter_iters, alpha)
-        return SubwordAlignment(links, plan, probs)
+        plan, half = transport_plans(
+            dot_scores(src, tgt), src_mask, tgt_mask, mu, sinkhorn_iters, sinkhorn_order, eps
+        )
+        links = plan_links(plan, half, src_mask, tgt_mask, ot_filter, filter_iters, alpha)
+        total = plan.sum(dim=(1, 2), keepdim=True)
+        return SubwordAlignment(links, plan / torch.where(total > 0, total, 1.0), probs)
     if method == "softmax":
         links = softmax_links(src2tgt, tgt2src, softmax_threshold)
         scores = awesome_align_probabilities(src, tgt, src_mask, tgt_mask)
@@ -277,20 +314,29 @@ def subword_links(
 
 def plan_links(
     plan: torch.Tensor,
+    half: torch.Tensor,
     src_mask: torch.Tensor,
     tgt_mask: torch.Tensor,
-    ot_filter: str = "iterative",
+    ot_filter: str = "argmax",
     rounds: int = 2,
     alpha: float = 0.9,
 ) -> torch.Tensor:
-    """Links from a transport plan by ``ot_filter``: ``iterative`` (XLM-Align Eq. 7-9,
-    ``alignment_filter_links``), ``itermax`` (SimAlign's IterMax) or ``union`` (forward ∪
-    backward argmax: the paper's ablation without filtering).
+    """Links from a transport plan by ``ot_filter``:
 
-    plan [B, m, n], src_mask [B, m], tgt_mask [B, n] -> bool [B, m, n].
+    - ``argmax``: the released XLM-Align aligner's one mutual argmax, rows of π and columns of
+      ξ (``released_argmax_links``; ``rounds`` and ``alpha`` unused);
+    - ``itermax``: SimAlign's IterMax on π with ``max_count = rounds``, as the authors'
+      pre-training task self-labels (``itermax_links``);
+    - ``eq9-literal``: the paper's Eq. 7-9 read literally (``eq9_literal_links``);
+    - ``union``: forward ∪ backward argmax of π, the paper's ablation without filtering.
+
+    plan [B, m, n] (π), half [B, m, n] (ξ, the plan before the last Sinkhorn update, or its
+    log), src_mask [B, m], tgt_mask [B, n] -> bool [B, m, n].
     """
-    if ot_filter == "iterative":
-        return alignment_filter_links(plan, src_mask, tgt_mask, rounds, alpha)
+    if ot_filter == "argmax":
+        return released_argmax_links(plan, half, src_mask, tgt_mask)
+    if ot_filter == "eq9-literal":
+        return eq9_literal_links(plan, src_mask, tgt_mask, rounds, alpha)
     if ot_filter == "itermax":
         return itermax_links(plan, src_mask, tgt_mask, rounds, alpha)
     if ot_filter == "union":

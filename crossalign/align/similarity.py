@@ -21,12 +21,3 @@ def cosine_scores(src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
     src [B, m, d], tgt [B, n, d] -> [B, m, n].
     """
     return (dot_scores(F.normalize(src, dim=-1), F.normalize(tgt, dim=-1)) + 1.0) / 2.0
-
-
-def log_clamped(scores: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """XLM-Align's transport similarity ``f_sim(i, j) = log max(ε, h_iᵀ h_j)`` (§3.1).
-
-    scores [B, m, n] (dot products) -> [B, m, n]. With μ = 1 the Sinkhorn kernel
-    ``exp(f_sim / μ)`` is the clamped dot product itself, as in the authors' aligner.
-    """
-    return scores.clamp(min=eps).log()

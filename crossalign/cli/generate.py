@@ -22,6 +22,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from crossalign.checks import choice_hint
 from crossalign.errors import CrossalignError
 from crossalign.registry import did_you_mean
 
@@ -278,7 +279,7 @@ def _coerce(f: dataclasses.Field, hint: Any, value: Any, where: str) -> Any:
         if value not in choices:
             raise CrossalignError(
                 f"{where}={value!r} is not one of {', '.join(map(str, choices))}"
-                f"{did_you_mean(str(value), [str(c) for c in choices])}"
+                f"{choice_hint(value, [str(c) for c in choices])}"
             )
         return value
     return build_dataclass(base, value, where)
@@ -394,7 +395,7 @@ class Parser(argparse.ArgumentParser):
         if unknown is None:
             return ""
         options = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
-        return did_you_mean(unknown.partition("=")[0], options)
+        return choice_hint(unknown.partition("=")[0], options)
 
     def format_help(self) -> str:
         """The help, with each option's docstring read now."""
@@ -405,5 +406,5 @@ class Parser(argparse.ArgumentParser):
         """Print ``crossalign: error: MESSAGE`` (one line) and exit with status 2."""
         if match := _CHOICE.search(message):
             choices = re.findall(r"'(.*?)'", match.group(2))
-            message += did_you_mean(match.group(1), choices)
+            message += choice_hint(match.group(1), choices)
         self.exit(2, f"crossalign: error: {message} (see '{self.prog} --help')\n")

@@ -369,20 +369,29 @@ class MonoText:
         out = np.concatenate(parts) if parts else np.zeros(0)
         return out.astype(np.int32 if name == "ids" else np.uint8)
 
-    def token_counts(self, size: int, max_sentences: int) -> np.ndarray:
-        """How often each id occurs in the first ``max_sentences`` sentences (separators not
-        counted): int64 [size]."""
+    def token_counts(
+        self, size: int, max_sentences: int | None = None, chunk: int = 1 << 24
+    ) -> np.ndarray:
+        """How often each id below ``size`` occurs in the text (separators not counted):
+        int64 [size]. ``max_sentences``: only the first that many sentences (None: all).
+
+        Vectorised over the memory-mapped ids, ``chunk`` stream positions at a time (memory
+        O(chunk + size)): a bincount of the stream, less one ``sep`` per sentence counted
+        (every sentence of the stream ends with exactly one separator)."""
         counts = np.zeros(size, dtype=np.int64)
-        left = max_sentences
+        left = self.sentences if max_sentences is None else max_sentences
         for i in range(len(self.pieces.names)):
             if left <= 0:
                 break
             offsets = self.pieces.array(i, "offsets")
             m = min(left, len(offsets) - 1)
-            ids = np.asarray(self.pieces.array(i, "ids")[: offsets[m]])
-            body = np.ones(len(ids), dtype=bool)
-            body[offsets[1 : m + 1] - 1] = False
-            counts += np.bincount(ids[body].astype(np.int64), minlength=size)[:size]
+            ids = self.pieces.array(i, "ids")
+            end = int(offsets[m])
+            for lo in range(0, end, chunk):
+                part = np.asarray(ids[lo : min(lo + chunk, end)]).astype(np.int64)
+                counts += np.bincount(part, minlength=size)[:size]
+            if self.sep_id < size:
+                counts[self.sep_id] -= m
             left -= m
         return counts
 

@@ -16,6 +16,7 @@ from crossalign.evals.gold import (
     GoldAlignments,
     Link,
     gold_summary,
+    out_of_range_warning,
     read_gold_file,
     read_parallel,
     read_testset,
@@ -119,14 +120,14 @@ def _score_predictions(opts: AEROptions) -> EvalOutput:
     gold_path = Path(opts.gold)
     name = gold_path.name
     if gold_path.is_dir():
-        testset = read_testset(gold_path, opts.gold_ids)
+        testset = read_testset(gold_path, opts.gold_ids, opts.strict)
         lengths = [(len(s), len(t)) for s, t in zip(testset.src, testset.tgt)]
         pred = read_pharaoh(opts.pred, lengths)
         gold = testset.gold
     elif text := opts.text or text_beside(gold_path):
         src, tgt = read_parallel(*text)
         lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
-        gold = read_gold_file(gold_path, lengths, opts.gold_ids, opts.gold_base)
+        gold = read_gold_file(gold_path, lengths, opts.gold_ids, opts.gold_base, opts.strict)
         pred = read_pharaoh(opts.pred, lengths)
         name = f"{name} on {Path(text[0]).name}, {Path(text[1]).name}"
     else:
@@ -144,6 +145,8 @@ def _score_predictions(opts: AEROptions) -> EvalOutput:
             f"TGT_FILE: word positions of gold and predicted links are not checked",
             file=sys.stderr,
         )
+    if warning := out_of_range_warning(gold):
+        print(warning, file=sys.stderr)
     scores = aer_scores(pred, gold)
     return EvalOutput(
         metrics=scores,
@@ -159,7 +162,9 @@ def _score_model(model_dir: str, opts: AEROptions) -> EvalOutput:
 
     if not opts.testset:
         raise CrossalignError("--model needs --testset: a test-set folder such as de-en/")
-    testset = read_testset(opts.testset, opts.gold_ids)
+    testset = read_testset(opts.testset, opts.gold_ids, opts.strict)
+    if warning := out_of_range_warning(testset.gold):
+        print(warning, file=sys.stderr)
     layers = parse_layers(opts.layers)
     languages = (testset.src_lang, testset.tgt_lang)
     aligner = load_aligner(model_dir, opts, layers, languages, opts.device)
@@ -169,11 +174,10 @@ def _score_model(model_dir: str, opts: AEROptions) -> EvalOutput:
     if warning := aligner.truncation_warning():
         print(warning, file=sys.stderr)
     scores = {x: aer_scores([set(a) for a in links[x]], testset.gold) for x in layers}
-    encoding = "joint" if opts.joint else "separate"
     return EvalOutput(
         metrics={f"L{x}/{k}": v for x, s in scores.items() for k, v in s.items()},
         notes=[
-            f"{testset.name}, {opts.method}, {encoding} encoding",
+            f"{testset.name}, {opts.method}, {opts.encoding} encoding",
             gold_summary(testset.name, testset.gold, opts.gold_ids),
         ],
         legacy={f"layer {x}": s for x, s in scores.items()},

@@ -15,6 +15,13 @@ possible one, 0-based (SimAlign's ``samples/sample_eng_deu.gold``) or 1-based
 (awesome-align's ``examples/*.gold``, scored there with ``aer.py --oneRef``); a line may start
 with a sentence id and a tab (SimAlign's ``0\t0-0 1-1``), read by the same ``ID_RULES``.
 ``read_gold_file`` tells the two formats apart.
+
+A gold link that points past the end of its sentence in the text files (the WPT-2005 en-hi set
+has some: sentence 68 links target word 34 of 33) is kept as a gold link that no prediction can
+match, as SimAlign's, awesome-align's and XLM-Align's scorers count it: they compare sets of
+pairs and never look at the text. The readers count such links (``GoldAlignments.out_of_range``,
+``out_of_range_warning``), and refuse them all with ``strict`` or when more than
+``MAX_OUT_OF_RANGE`` of the links are out of range (the text files are then not the gold's).
 """
 
 from __future__ import annotations
@@ -39,6 +46,10 @@ READ_AS = {"zero": "0-based", "one": "1-based", "rank": "by rank", "line": "as l
 """How messages say the ids were read, per rule (``auto`` resolves to one of these; ``line``:
 a Pharaoh gold file without ids, line k is sentence k)."""
 
+MAX_OUT_OF_RANGE = 0.05
+"""Share of a gold file's links that may point past the end of their sentence; above it the
+readers refuse the file, since the text files are then clearly not the gold's."""
+
 PHARAOH_GOLD_LINK = re.compile(r"^(\d+)([-p])(\d+)$")
 """A Pharaoh gold link: ``i-j`` sure, ``ipj`` possible."""
 
@@ -54,6 +65,12 @@ class GoldAlignments:
     """The rule of ``ID_RULES`` (zero, one or rank) that mapped the file's sentence ids to
     sentences, ``line`` for a Pharaoh file without ids; None for alignments not read from a
     file."""
+    out_of_range: int = 0
+    """Links (lines or tokens of the file) past the end of their sentence in the text files;
+    they are kept in ``possible`` (and ``sure`` when sure), so a sure one counts against recall
+    and AER."""
+    first_out_of_range: str | None = None
+    """``file:line: link ... is out of range ...`` of the first of them."""
 
 
 @dataclass
@@ -112,23 +129,62 @@ def _sentence_rows(
     return rule, row, n
 
 
+def _refuse_out_of_range(found: list[str], total: int, strict: bool) -> None:
+    """Raise on the first of the out-of-range links ``found`` (their messages, in file order) of
+    ``total`` links when ``strict``, or when they are more than ``MAX_OUT_OF_RANGE`` of them."""
+    if found and strict:
+        raise CrossalignError(
+            f"{found[0]}; --strict refuses every gold link past the end of its sentence"
+        )
+    if len(found) > MAX_OUT_OF_RANGE * total:
+        raise CrossalignError(
+            f"{found[0]}; {len(found)} of {total} gold links are out of range, more than "
+            f"{MAX_OUT_OF_RANGE:.0%}: the text files are not the gold's, or its ids are read "
+            f"wrongly"
+        )
+
+
+def _keep_out_of_range(gold: GoldAlignments, found: list[str]) -> GoldAlignments:
+    """``gold`` with the count and the first of the out-of-range links ``found`` recorded."""
+    gold.out_of_range = len(found)
+    gold.first_out_of_range = found[0] if found else None
+    return gold
+
+
+def out_of_range_warning(gold: GoldAlignments) -> str | None:
+    """One line for stderr when ``gold`` has links past the end of their sentence: how many,
+    the first (file:line) and what to do; None when it has none."""
+    if not gold.out_of_range:
+        return None
+    return (
+        f"warning: {gold.out_of_range} gold link(s) point past the end of their sentence, first "
+        f"{gold.first_out_of_range}; they count as gold links no prediction can match (as in "
+        f"SimAlign's and awesome-align's scorers); if the text files are not the gold's, give "
+        f"the right ones, or pass --strict to refuse such links"
+    )
+
+
 def read_gold_links(
     path: str | os.PathLike,
     lengths: list[tuple[int, int]] | None = None,
     ids: str = "auto",
+    strict: bool = False,
 ) -> GoldAlignments:
     """Read ``SENTID I J S|P`` lines (``SENTID I J`` counts as sure) into 0-based links.
 
     ``lengths`` gives each sentence's (source, target) word counts, from the text files: it
-    sizes the result and every link is checked against it. ``ids`` is a rule of ``ID_RULES``:
-    ``auto`` reads a contiguous 0- or 1-based range of ids as such and any other set of ids by
-    rank, and with ``lengths`` refuses ids whose count differs from the number of sentences
-    (ids 1..n-1 of n sentences could be either base). ``zero`` and ``one`` allow sentences
-    without links; without ``lengths`` they size the result to the largest id. The rule used
-    is ``.ids`` of the result. A negative I or J (the de-en set has ``178 22 -99 S``) marks a
-    word aligned to nothing and adds no link. Raises CrossalignError naming file and line for
-    a wrong field count, a non-integer, an unknown mark, a 0 position, an id outside the
-    sentences or an index out of range.
+    sizes the result and every link is checked against it. A link past the end of its sentence
+    stays a gold link (see the module docstring), counted in ``.out_of_range``; with ``strict``,
+    or when more than ``MAX_OUT_OF_RANGE`` of the links are such, the file is refused.
+
+    ``ids`` is a rule of ``ID_RULES``: ``auto`` reads a contiguous 0- or 1-based range of ids as
+    such and any other set of ids by rank, and with ``lengths`` refuses ids whose count differs
+    from the number of sentences (ids 1..n-1 of n sentences could be either base). ``zero`` and
+    ``one`` allow sentences without links; without ``lengths`` they size the result to the
+    largest id. The rule used is ``.ids`` of the result. A negative I or J (the de-en set has
+    ``178 22 -99 S``) marks a word aligned to nothing and adds no link. Raises CrossalignError
+    naming file and line for a wrong field count, a non-integer, an unknown mark, a 0 position,
+    an id outside the sentences, or indices out of range as above.
     """
     if ids not in ID_RULES:
         raise CrossalignError(f"gold id rule '{ids}' must be one of {', '.join(ID_RULES)}")
@@ -161,6 +217,8 @@ def read_gold_links(
         raise CrossalignError(f"{path}: no gold links")
     rule, row, n = _sentence_rows(path, sorted({r[1] for r in raw}), lengths, ids)
     gold = GoldAlignments([set() for _ in range(n)], [set() for _ in range(n)], rule)
+    found: list[str] = []
+    total = 0
     for number, sid, i, j, sure in raw:
         k = row[sid]
         if not 0 <= k < n:
@@ -170,8 +228,9 @@ def read_gold_links(
             )
         if i < 0 or j < 0:
             continue
+        total += 1
         if lengths is not None and (i > lengths[k][0] or j > lengths[k][1]):
-            raise CrossalignError(
+            found.append(
                 f"{path}:{number}: link {i}-{j} is out of range: sentence {sid} (line {k + 1} of "
                 f"the text files, ids read {READ_AS[rule]}) has {lengths[k][0]} source and "
                 f"{lengths[k][1]} target words"
@@ -180,7 +239,8 @@ def read_gold_links(
         gold.possible[k].add(link)
         if sure:
             gold.sure[k].add(link)
-    return gold
+    _refuse_out_of_range(found, total, strict)
+    return _keep_out_of_range(gold, found)
 
 
 def _pharaoh_fields(text: str) -> tuple[int | None, list[str]]:
@@ -206,6 +266,7 @@ def read_pharaoh_gold(
     lengths: list[tuple[int, int]] | None = None,
     ids: str = "auto",
     base: int = 0,
+    strict: bool = False,
 ) -> GoldAlignments:
     """Read a Pharaoh gold file (see the module docstring) into 0-based links: ``i-j`` is sure
     (and possible), ``ipj`` possible; word indices start at ``base`` (0 or 1).
@@ -213,9 +274,12 @@ def read_pharaoh_gold(
     Without sentence ids line k is sentence k (an empty line: a sentence without links; ``ids``
     must be ``auto``); with ``ID<tab>`` on every line the ids map to sentences by ``ids`` as in
     ``read_gold_links``. ``lengths`` (the text's (source, target) word counts) sizes the result
-    and checks every link. Raises CrossalignError naming file and line for a malformed token,
-    an index below ``base`` or out of range, lines with and without ids, and a line count
-    different from ``len(lengths)``.
+    and checks every link; links out of range are kept and refused as in ``read_gold_links``
+    (``strict``, more than ``MAX_OUT_OF_RANGE``), and always in a file read 0-based that never
+    uses index 0 (it is 1-based: the message says to pass ``--gold-base 1``). Raises
+    CrossalignError naming file and line for a malformed token, an index below ``base``, links
+    out of range as said, lines with and without ids, and a line count different from
+    ``len(lengths)``.
     """
     if ids not in ID_RULES:
         raise CrossalignError(f"gold id rule '{ids}' must be one of {', '.join(ID_RULES)}")
@@ -263,6 +327,8 @@ def read_pharaoh_gold(
         placed = [(number, number - 1, links) for number, _, links in rows]
     gold = GoldAlignments([set() for _ in range(n)], [set() for _ in range(n)], rule)
     zero_seen = any(0 in (i, j) for _, _, links in placed for i, j, _ in links)
+    hint = " (1-based? pass --gold-base 1)" if base == 0 and not zero_seen else ""
+    found: list[str] = []
     for number, k, links in placed:
         if not 0 <= k < n:
             raise CrossalignError(
@@ -271,8 +337,7 @@ def read_pharaoh_gold(
             )
         for i, j, sure in links:
             if lengths is not None and (i >= lengths[k][0] or j >= lengths[k][1]):
-                hint = " (1-based? pass --gold-base 1)" if base == 0 and not zero_seen else ""
-                raise CrossalignError(
+                found.append(
                     f"{path}:{number}: link {i + base}{'-' if sure else 'p'}{j + base} is out "
                     f"of range: sentence {k + 1} of the text files has {lengths[k][0]} source "
                     f"and {lengths[k][1]} target words (indices read {base}-based){hint}"
@@ -280,7 +345,10 @@ def read_pharaoh_gold(
             gold.possible[k].add((i, j))
             if sure:
                 gold.sure[k].add((i, j))
-    return gold
+    if found and hint:
+        raise CrossalignError(found[0])
+    _refuse_out_of_range(found, sum(len(links) for _, _, links in placed), strict)
+    return _keep_out_of_range(gold, found)
 
 
 def read_gold_file(
@@ -288,12 +356,14 @@ def read_gold_file(
     lengths: list[tuple[int, int]] | None = None,
     ids: str = "auto",
     base: int = 0,
+    strict: bool = False,
 ) -> GoldAlignments:
     """A gold links file in either format: Pharaoh (``read_pharaoh_gold``, word indices from
-    ``base``) or ``SENTID I J S|P`` (``read_gold_links``, 1-based by definition)."""
+    ``base``) or ``SENTID I J S|P`` (``read_gold_links``, 1-based by definition); ``strict``
+    refuses any link past the end of its sentence."""
     if is_pharaoh_gold(path):
-        return read_pharaoh_gold(path, lengths, ids, base)
-    return read_gold_links(path, lengths, ids)
+        return read_pharaoh_gold(path, lengths, ids, base, strict)
+    return read_gold_links(path, lengths, ids, strict)
 
 
 def read_parallel(
@@ -320,9 +390,10 @@ def testset_text(folder: Path) -> tuple[Path, Path] | None:
     return folder / f"test.{parts[0]}", folder / f"test.{parts[1]}"
 
 
-def read_testset(path: str | os.PathLike, ids: str = "auto") -> TestSet:
+def read_testset(path: str | os.PathLike, ids: str = "auto", strict: bool = False) -> TestSet:
     """Read a test-set folder ``<l1>-<l2>/`` (see the module docstring); ``l1`` is the source.
-    ``ids`` is the rule of ``ID_RULES`` for the sentence ids of ``alignv2.txt``."""
+    ``ids`` is the rule of ``ID_RULES`` for the sentence ids of ``alignv2.txt``; ``strict``
+    refuses any link past the end of its sentence (``read_gold_links``)."""
     path = Path(path)
     if not path.is_dir():
         raise CrossalignError(f"test set {path} is not a directory")
@@ -339,7 +410,7 @@ def read_testset(path: str | os.PathLike, ids: str = "auto") -> TestSet:
         raise CrossalignError(f"test set {path} lacks {', '.join(missing)}")
     src, tgt = read_parallel(files[0], files[1])
     lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
-    gold = read_gold_links(files[2], lengths, ids)
+    gold = read_gold_links(files[2], lengths, ids, strict)
     return TestSet(path.name, src_lang, tgt_lang, src, tgt, gold)
 
 

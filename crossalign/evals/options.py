@@ -40,6 +40,11 @@ class AEROptions(AlignConfig):
     gold_base: int = opt(0, choices=(0, 1))
     """Word index base of a Pharaoh gold file: 0 (SimAlign's samples) or 1 (awesome-align's
     examples/*.gold, its aer.py --oneRef). A 'SENTID I J S|P' file is always 1-based."""
+    strict: bool = False
+    """Refuse any gold link past the end of its sentence in the text files, as crossalign
+    always did before. By default such links count as gold links no prediction can match (in
+    |S| and |P|, against recall and AER), as SimAlign's, awesome-align's and XLM-Align's scorers
+    count them, with a warning; more than 5% of the links out of range is refused either way."""
     testset: str | None = opt(None, metavar="DIR")
     """Test-set folder to align with --model."""
     layers: str = "8"

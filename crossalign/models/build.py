@@ -8,6 +8,7 @@ model config as ``crossalign_languages`` so a saved model keeps its language ids
 from __future__ import annotations
 
 import torch
+from torch import nn
 from transformers import AutoConfig, AutoModelForMaskedLM, PretrainedConfig, PreTrainedModel
 
 from crossalign.config import ModelConfig
@@ -72,14 +73,43 @@ def build_model(
         if cfg.language_embeddings:
             known = model_languages(model)
             extend_language_rows(model, known, known + [x for x in languages if x not in known])
-        return model
-    config = scratch_config(cfg, vocab_size, pad_token_id, languages, max_length)
-    try:
-        return AutoModelForMaskedLM.from_config(config)
-    except ValueError as e:
-        raise CrossalignError(
-            f"model.arch '{cfg.arch}' has no masked-LM head: {str(e).splitlines()[0]}"
-        ) from None
+    else:
+        config = scratch_config(cfg, vocab_size, pad_token_id, languages, max_length)
+        try:
+            model = AutoModelForMaskedLM.from_config(config)
+        except ValueError as e:
+            raise CrossalignError(
+                f"model.arch '{cfg.arch}' has no masked-LM head: {str(e).splitlines()[0]}"
+            ) from None
+    return model
+
+
+DROPOUT_FIELDS = (
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "dropout",
+    "attention_dropout",
+    "activation_dropout",
+)
+"""Hugging Face config fields holding a dropout rate (BERT-style and BART-style names)."""
+
+
+def set_dropout(model: PreTrainedModel, p: float) -> None:
+    """Make every dropout of ``model`` (a masked-LM or an encoder-decoder) ``p``: the dropout
+    fields of its configs (so a saved model keeps the rate), every ``nn.Dropout`` module, and
+    the rates modules keep as floats (``dropout_prob`` passed to
+    ``scaled_dot_product_attention``; XLM's and BART's ``dropout``, ``attention_dropout``,
+    ``activation_dropout``)."""
+    for module in model.modules():
+        if isinstance(module, PreTrainedModel):
+            for name in DROPOUT_FIELDS:
+                if isinstance(getattr(module.config, name, None), float):
+                    setattr(module.config, name, p)
+        if isinstance(module, nn.Dropout):
+            module.p = p
+        for name in (*DROPOUT_FIELDS, "dropout_prob"):  # rates kept as floats (XLM, BART)
+            if isinstance(getattr(module, name, None), float):
+                setattr(module, name, p)
 
 
 def scratch_config(

@@ -4,6 +4,8 @@ An objective is an ``nn.Module`` (so its own heads train and checkpoint with the
 
 - ``collate(raw, generator) -> batch``: tensors for exactly the fields it needs; masking
   happens here;
+- ``label(model, batch) -> batch`` (optional): labels only the current model can give (a
+  no-grad pass, e.g. self-labelling), added before the batch's tokens are counted;
 - ``forward(model, batch) -> outputs``: usually one model call;
 - ``loss(batch, outputs) -> (loss, n_tokens, metrics)``: a pure function of tensors.
 
@@ -151,6 +153,15 @@ class Objective(nn.Module):
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Tensors for one micro-batch (CPU); masking uses ``generator``."""
         raise NotImplementedError
+
+    def label(
+        self, model: PreTrainedModel, batch: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """Complete a collated batch (on the model's device) with labels only the current
+        model can give, without gradient: e.g. DWA's self-labelled alignments. The training
+        loop calls it for every micro-batch of a step before ``token_count``, so a loss whose
+        count depends on such labels is weighted exactly. Default: the batch unchanged."""
+        return batch
 
     def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> Any:
         """Run the model on ``batch``; returns what ``loss`` needs."""

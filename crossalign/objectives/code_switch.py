@@ -11,9 +11,10 @@ The original-input part is reported as ``lm_loss`` (the only part perplexity use
 as ``cs_loss``. Switching considers the context tokens of the block's language-specific
 vocabulary with respect to the partner language (``crossalign.lexicon.vocab``: frequency >
 ``threshold`` in the block's language and <= ``other_max`` in the partner's, the paper's 100
-and 100 by default) and switches each with probability min(1, switch_prob × context /
-eligible), so that ``switch_prob`` of the context tokens are switched when enough are
-eligible (``switch_frac`` reports the fraction).
+and 100 by default; counted over the language's whole training text, or its first
+``max_sentences`` sentences) and switches each with probability min(1, switch_prob ×
+context / eligible), so that ``switch_prob`` of the context tokens are switched when enough
+are eligible (``switch_frac`` reports the fraction).
 
 - ``tcs_mlm`` (token code-switching): a switched token becomes its translation in a dictionary
   induced from the starting model (CSLS between the two languages' language-specific
@@ -24,7 +25,9 @@ eligible (``switch_frac`` reports the fraction).
   over the k); CSLS of x̂ against the partner's language-specific vocabulary gives the top-k
   candidates c_j with weights softmax(CSLS / temperature); ŷ = Σ w_j e(c_j) replaces the
   token's input embedding (``inputs_embeds``). The candidates' neighbourhood terms r_S(y) are
-  cached and refreshed with the dictionary; r_T(x̂) is computed on the fly.
+  taken against the switched tokens of the same batch (the paper's footnote 6;
+  ``csls_neighbourhood: batch``), or against the block language's specific vocabulary,
+  cached and refreshed (``vocabulary``); r_T(x̂) is computed on the fly.
 
 With several languages, each block switches into one partner language drawn per batch.
 
@@ -43,7 +46,7 @@ import numpy as np
 import torch
 from transformers import EncoderDecoderModel, PreTrainedModel
 
-from crossalign.checks import check_range
+from crossalign.checks import check_choice, check_range
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.csls import neighbourhood_means, unit
@@ -89,20 +92,23 @@ class CodeSwitching:
         other_max: int,
         csls_k: int,
         refresh_every: int,
-        max_sentences: int,
+        max_sentences: int | None,
     ) -> None:
         """Options: ``switch_prob`` in [0, 1]; ``threshold`` and ``other_max`` (>= 0,
         other_max <= threshold); ``csls_k`` (>= 1); ``refresh_every`` (>= 0; 0: never);
-        ``max_sentences`` (>= 1)."""
+        ``max_sentences`` (None or >= 1), the sentences per language the vocabularies are
+        counted on: None (the default), the whole training text, as the paper counts its
+        corpus; N, the first N sentences only (crossalign's earlier 100000 cap)."""
         check_range(self.option_where("switch_prob"), switch_prob, 0, 1)
         for key, value, low in (
             ("threshold", threshold, 0),
             ("other_max", other_max, 0),
             ("csls_k", csls_k, 1),
             ("refresh_every", refresh_every, 0),
-            ("max_sentences", max_sentences, 1),
         ):
             check_range(self.option_where(key), value, low, integer=True)
+        if max_sentences is not None:
+            check_range(self.option_where("max_sentences"), max_sentences, 1, integer=True)
         if ctx.tokenizer is None:
             raise CrossalignError("code-switching needs the run's tokenizer in its TokenContext")
         check_thresholds(threshold, other_max)
@@ -155,10 +161,10 @@ class CodeSwitching:
         self.specific = specific.to(self.calls.device)
 
     def start(self, model: PreTrainedModel, data: TrainingData | None = None) -> None:
-        """Vocabularies counted on the first ``max_sentences`` sentences of each language of
-        the tokenized training ``data`` (whose first sentences also give contextual vectors),
-        then the model-dependent state (``refresh``). Text in memory:
-        ``TrainingData.from_texts``."""
+        """Vocabularies counted on each language's whole tokenized training ``data`` (only
+        its first ``max_sentences`` sentences when set), then the model-dependent state
+        (``refresh``). The first sentences also give TCS's contextual vectors. Text in
+        memory: ``TrainingData.from_texts``."""
         if data is None:
             raise CrossalignError(
                 "code-switching counts its vocabularies on the training data: call "
@@ -337,7 +343,7 @@ def soft_translations(
     logits: torch.Tensor,
     embeddings: torch.Tensor,
     candidates: torch.Tensor,
-    r_candidates: torch.Tensor,
+    r_candidates: torch.Tensor | None,
     top_k: int = 8,
     csls_k: int = 10,
     temperature: float = 1.0,
@@ -345,14 +351,18 @@ def soft_translations(
     """The weights and token ids whose embedding mixture ŷ = Σ_j w_j e(c_j) replaces each of N
     switched positions in SCS-MLM.
 
-    logits [N, V]: output logits at the positions; embeddings [V, H]: the input embedding
-    table; candidates [M] long: the partner language's language-specific token ids;
-    r_candidates [M]: their cached CSLS terms r_S(y).
+    logits [N, V]: output logits at the positions (all switched positions of one batch);
+    embeddings [V, H]: the input embedding table; candidates [M] long: the partner language's
+    language-specific token ids; r_candidates [M]: their CSLS terms r_S(y), or None to take
+    them against this batch.
 
     x̂ = Σ_{i ≤ k} p̃_i e(t_i) over the k most probable tokens (probabilities renormalised);
-    CSLS(x̂, y) = 2 cos(x̂, y) - r_T(x̂) - r_S(y), with r_T(x̂) the mean cosine of x̂ with its
-    ``csls_k`` nearest candidates; w = softmax(CSLS_j / temperature) over the k best
-    candidates c_j. Returns (w [N, k] float32, c [N, k] token ids).
+    CSLS(x̂, y) = 2 cos(x̂, y) - r_T(x̂) - r_S(y) (Conneau et al. 2018, eq. 6), with r_T(x̂)
+    the mean cosine of x̂ with its ``csls_k`` nearest candidates and, when ``r_candidates``
+    is None, r_S(y) the mean cosine of e(y) with its ``csls_k`` nearest x̂ among the N rows
+    (the batch is CSLS's source side; K capped at N), so a row's scores depend on the other
+    rows. w = softmax(CSLS_j / temperature) over the k best candidates c_j. Returns
+    (w [N, k] float32, c [N, k] token ids).
     """
     # the top-k probabilities renormalised over the k equal a softmax of the top-k logits
     top_logits, top = logits.float().topk(top_k, dim=-1)
@@ -360,31 +370,71 @@ def soft_translations(
     x_hat = torch.einsum("nk,nkh->nh", probs, embeddings[top].float())
     cos = unit(x_hat) @ unit(embeddings[candidates]).T  # [N, M]
     r_x = cos.topk(min(csls_k, cos.shape[1]), dim=1).values.mean(dim=1)
+    if r_candidates is None:
+        r_candidates = cos.topk(min(csls_k, cos.shape[0]), dim=0).values.mean(dim=0)
     csls = 2 * cos - r_x[:, None] - r_candidates[None, :].float()
     scores, best = csls.topk(min(top_k, cos.shape[1]), dim=1)
     return (scores / temperature).softmax(dim=-1), candidates[best]
 
 
-class SemanticSwitching(CodeSwitching):
-    """SCS's state: the CSLS neighbourhood terms of every partner's candidate tokens."""
+CSLS_NEIGHBOURHOODS = ("batch", "vocabulary")
+"""Where SCS takes the CSLS term r_S(y) of a candidate y from (``csls_neighbourhood``)."""
 
-    def init_semantic(self, top_k: int, temperature: float) -> None:
+
+class SemanticSwitching(CodeSwitching):
+    """SCS's state: with ``csls_neighbourhood: vocabulary``, the CSLS neighbourhood terms of
+    every partner's candidate tokens (with ``batch`` there is none)."""
+
+    def init_semantic(
+        self, top_k: int, temperature: float, csls_neighbourhood: str, refresh_every: int
+    ) -> None:
         """Options: ``top_k`` (>= 1), the tokens of x̂ and the candidates of ŷ;
-        ``temperature`` (> 0) of the candidates' softmax."""
+        ``temperature`` (> 0) of the candidates' softmax; ``csls_neighbourhood``, the set
+        the CSLS term r_S(y) of a candidate y (the mean cosine of e(y) with its ``csls_k``
+        nearest neighbours on the source side) is taken against:
+
+        - ``batch`` (the default): the switched tokens of the same batch, each as its x̂
+          (the paper's footnote 6 takes CSLS's neighbourhood over the tokens of the same
+          batch; read literally, the batch's tokens being translated, i.e. its N switched
+          positions, are CSLS's source side). Computed on the fly from the batch's
+          [N, M] cosine matrix, K capped at the batch's N switched tokens, so each position's
+          candidates depend on the other positions of its batch; nothing is cached, and
+          ``refresh_every`` has nothing to refresh (a value > 0 is refused).
+        - ``vocabulary`` (crossalign's earlier behaviour): the input embeddings of the block
+          language's whole specific vocabulary, as MUSE takes CSLS's neighbourhoods over the
+          vocabularies; cached in the ``r_terms`` buffer and recomputed every
+          ``refresh_every`` steps, so between refreshes it lags the embeddings.
+
+        Both take r_T(x̂) against the partner's specific vocabulary (the candidates): a
+        monolingual batch holds no tokens of the partner language."""
         check_range(self.option_where("top_k"), top_k, 1, integer=True)
         check_range(self.option_where("temperature"), temperature, 0, low_open=True)
+        check_choice(
+            self.option_where("csls_neighbourhood"), csls_neighbourhood, CSLS_NEIGHBOURHOODS
+        )
+        if csls_neighbourhood == "batch" and refresh_every:
+            raise CrossalignError(
+                f"{self.option_where('refresh_every')}={refresh_every}: with "
+                "csls_neighbourhood: batch nothing is cached to refresh; remove refresh_every "
+                "or set csls_neighbourhood: vocabulary"
+            )
         self.top_k = top_k
         self.temperature = temperature
+        self.csls_neighbourhood = csls_neighbourhood
 
     def register_state(self, ctx: TokenContext) -> None:
-        """``r_terms[a, b, y]``: the CSLS term r_S(y) of b's specific token y against a's
-        specific tokens."""
-        self.register_buffer("r_terms", torch.zeros(0, 0, ctx.vocab_size))
+        """With ``vocabulary``: ``r_terms[a, b, y]``, the CSLS term r_S(y) of b's specific
+        token y against a's specific tokens."""
+        if self.csls_neighbourhood == "vocabulary":
+            self.register_buffer("r_terms", torch.zeros(0, 0, ctx.vocab_size))
 
     @torch.no_grad()
     def refresh(self, model: PreTrainedModel) -> None:
-        """Recompute the neighbourhood terms r_S(y) of every partner's candidate tokens from
-        the current input embeddings (an encoder-decoder's: its encoder's)."""
+        """With ``vocabulary``: recompute the neighbourhood terms r_S(y) of every partner's
+        candidate tokens from the current input embeddings (an encoder-decoder's: its
+        encoder's). With ``batch`` there is nothing to recompute."""
+        if self.csls_neighbourhood == "batch":
+            return
         table = model.get_input_embeddings().weight.detach()
         n = len(self.languages)
         terms = torch.zeros(n, n, self.ctx.vocab_size, device=table.device)
@@ -415,11 +465,12 @@ class SemanticSwitching(CodeSwitching):
         ids, switch = batch["input_ids"], batch["switch"]
         a, b = int(batch["pair"][0]), int(batch["pair"][1])
         candidates = self.specific[b, a].nonzero().squeeze(1)
+        cached = self.csls_neighbourhood == "vocabulary"
         weights, chosen = soft_translations(
             logits,
             embedding.weight,
             candidates,
-            self.r_terms[a, b, candidates],
+            self.r_terms[a, b, candidates] if cached else None,
             self.top_k,
             self.csls_k,
             self.temperature,
@@ -452,7 +503,7 @@ class TokenCodeSwitchMLM(TokenSwitching, CodeSwitchMLM):
         other_max: int = 100,
         csls_k: int = 10,
         refresh_every: int = 0,
-        max_sentences: int = 100_000,
+        max_sentences: int | None = None,
         layer: int = 0,
         context_sentences: int = 2000,
     ) -> None:
@@ -491,11 +542,12 @@ class SemanticCodeSwitchMLM(SemanticSwitching, CodeSwitchMLM):
         other_max: int = 100,
         csls_k: int = 10,
         refresh_every: int = 0,
-        max_sentences: int = 100_000,
+        max_sentences: int | None = None,
         top_k: int = 8,
         temperature: float = 1.0,
+        csls_neighbourhood: str = "batch",
     ) -> None:
-        self.init_semantic(top_k, temperature)  # its option errors come first
+        self.init_semantic(top_k, temperature, csls_neighbourhood, refresh_every)  # errors first
         CodeSwitchMLM.__init__(self, ctx, mask_prob, replace_probs)
         self.init_switching(
             ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences

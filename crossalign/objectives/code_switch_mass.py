@@ -104,7 +104,7 @@ class TokenCodeSwitchMASS(TokenSwitching, CodeSwitchMASS):
         other_max: int = 100,
         csls_k: int = 10,
         refresh_every: int = 0,
-        max_sentences: int = 100_000,
+        max_sentences: int | None = None,
         layer: int = 0,
         context_sentences: int = 2000,
     ) -> None:
@@ -143,12 +143,13 @@ class SemanticCodeSwitchMASS(SemanticSwitching, CodeSwitchMASS):
         other_max: int = 100,
         csls_k: int = 10,
         refresh_every: int = 0,
-        max_sentences: int = 100_000,
+        max_sentences: int | None = None,
         top_k: int = 8,
         temperature: float = 1.0,
+        csls_neighbourhood: str = "batch",
     ) -> None:
         """Options: MASS's and ``scs_mlm``'s (``mask_prob`` aside: MASS masks its span)."""
-        self.init_semantic(top_k, temperature)  # its option errors come first
+        self.init_semantic(top_k, temperature, csls_neighbourhood, refresh_every)  # errors first
         CodeSwitchMASS.__init__(self, ctx, span_ratio, replace_probs, label_smoothing)
         self.init_switching(
             ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences

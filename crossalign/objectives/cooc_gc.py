@@ -64,7 +64,9 @@ def neighbour_slots(
     special: [B, L] bool (special tokens and padding). Returns (b [N], t [N], k [N, 2n] clamped
     to [0, L), valid [N, 2n]): a slot is valid when t + offset is inside the row, in the same
     segment as t (no special token in between), not special, and, unless
-    ``masked_neighbours``, not a ``<mask>`` input.
+    ``masked_neighbours``, not a ``<mask>`` input. Only ``<mask>`` inputs are skipped: a
+    neighbour that was selected but replaced at random or kept still counts. ``gc_terms`` looks
+    X up with the original ids of both ends (``labels`` where set), masked or not.
     """
     b, t = (labels != IGNORE_INDEX).nonzero(as_tuple=True)
     length = input_ids.shape[1]
@@ -246,7 +248,12 @@ class GlobalCooccurrence:
 
 @OBJECTIVES.register("mlm_gc")
 class MaskedLMGlobalCooccurrence(GlobalCooccurrence, MaskedLM):
-    """MLM + λ·GC: masked LM and a log-bilinear regression on global co-occurrence (MLM-GC)."""
+    """MLM + λ·GC: masked LM and a log-bilinear regression on global co-occurrence (MLM-GC).
+
+    ``masked_neighbours`` defaults to false: a neighbour whose input is ``<mask>`` is skipped,
+    as the authors' code regresses each masked state against "context only" states (inputs
+    other than ``<mask>``); true pairs it too, by its original id.
+    """
 
     data = "mono"
 

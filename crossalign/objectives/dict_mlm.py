@@ -5,12 +5,18 @@ Of the positions selected for prediction (15%), each goes, with probability ``tr
 (0.5), to the dictionary branch: it becomes one of its translations (uniformly) if it has one,
 and is left unchanged otherwise (ALIGN-MLM, App. G.4); the other selected positions get BERT's
 80% ``<mask>`` / 10% random / 10% unchanged. The label is always the original token, so the
-model learns to predict a word from its translation. Random replacements are drawn from the
-block's own language (``vocab``: the token pieces of each language, ``vocab.json`` of a derived
-corpus) and never equal the label.
+model learns to predict a word from its translation. The 80/10/10 part is "normal mBERT"
+masking (App. G.4; the authors' collator draws ``torch.randint(len(tokenizer))``): a random
+replacement is any id of the model's vocabulary (its ``vocab_size`` embedding rows: the
+tokenizer's ids, and any padding rows a loaded model has beyond them), drawn uniformly, by
+``mask_tokens`` as for plain MLM. In the authors' derived-language runs ``len(tokenizer)``
+covers the original language's ids only, so their draws never reach the derived ids.
 
-Variant ``no_translation="bert"``: a selected position without a dictionary entry always gets
-80/10/10, as in plain MLM, so only positions with an entry reach the dictionary branch.
+Variants: ``no_translation="bert"``: a selected position without a dictionary entry always
+gets 80/10/10, as in plain MLM, so only positions with an entry reach the dictionary branch.
+``random_replacement="language"``: random replacements are drawn from the block's own
+language (``vocab``: the token pieces of each language, ``vocab.json`` of a derived corpus;
+every non-special id without it) and never equal the label.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from crossalign.checks import check_choice, check_path, check_range
-from crossalign.data.masking import IGNORE_INDEX
+from crossalign.data.masking import IGNORE_INDEX, mask_tokens
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, TokenContext
 from crossalign.objectives.mlm import MaskedLM
@@ -26,6 +32,12 @@ from crossalign.objectives.mlm import MaskedLM
 NO_TRANSLATION = ("keep", "bert")
 """What DICT-MLM does to a selected token without a dictionary entry that drew the dictionary
 branch: ``keep`` it unchanged (the paper) or give it ``bert``'s 80/10/10 (a variant)."""
+
+RANDOM_REPLACEMENTS = ("vocabulary", "language")
+"""Where DICT-MLM's random replacements come from: ``vocabulary``, any id of the model's
+vocabulary (the paper's mBERT masking; it may be a special token or the label itself), or
+``language``, a non-special id of the block's language other than the label (a variant,
+crossalign's rule before it followed the paper)."""
 
 
 def translation_table(
@@ -91,16 +103,22 @@ def dict_mask(
     replace_probs: tuple[float, float] = (0.8, 0.1),
     positions: torch.Tensor | None = None,
     no_translation: str = "keep",
+    exclude_label: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """DICT-MLM masking: select each maskable token with ``mask_prob``; with ``translate_prob``
     a selected token becomes one of its translations, or stays unchanged when it has none
     (``no_translation="keep"``, the paper); the other selected tokens get 80% ``mask_id`` /
-    10% a random id from ``random_ids`` (≠ the token) / 10% unchanged. With
-    ``no_translation="bert"`` a selected token without translations always gets 80/10/10.
+    10% a random id / 10% unchanged. With ``no_translation="bert"`` a selected token without
+    translations always gets 80/10/10.
+
+    A random id is drawn uniformly from ``random_ids`` by ``mask_tokens`` (the paper, with
+    ``random_ids`` = every id of the vocabulary), or, with ``exclude_label``, uniformly from
+    ``random_ids`` other than the token (``random_other``; the variant).
 
     input_ids, maskable: [B, L]; (offsets, targets) from ``translation_table``; random_ids [R]
-    with ``positions = id_positions(random_ids, V)`` (computed when None).
-    Returns (inputs [B, L], labels [B, L]); labels = IGNORE_INDEX where not selected.
+    with ``positions = id_positions(random_ids, V)`` (computed when None; read only with
+    ``exclude_label``). Returns (inputs [B, L], labels [B, L]); labels = IGNORE_INDEX where not
+    selected.
     """
     check_no_translation(no_translation)
     shape = input_ids.shape
@@ -119,15 +137,18 @@ def dict_mask(
     else:
         translation = input_ids
     rest = selected & ~branch  # with "keep", the branch's tokens without entry stay as they are
+    inputs = torch.where(translate, translation, input_ids)
+    labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
+    if not exclude_label:  # 80/10/10 of every ``rest`` token, as plain MLM masks
+        inputs, _ = mask_tokens(inputs, rest, mask_id, random_ids, generator, 1.0, replace_probs)
+        return inputs, labels
     u = torch.rand(shape, generator=generator)
     to_mask = rest & (u < replace_probs[0])
     to_random = rest & (u >= replace_probs[0]) & (u < replace_probs[0] + replace_probs[1])
-    inputs = torch.where(translate, translation, input_ids)
     inputs = torch.where(to_mask, torch.full_like(input_ids, mask_id), inputs)
     inputs = torch.where(
         to_random, random_other(input_ids, random_ids, generator, positions), inputs
     )
-    labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
     return inputs, labels
 
 
@@ -155,7 +176,9 @@ def dictionary_token_ids(
 @OBJECTIVES.register("dict_mlm")
 class DictMLM(MaskedLM):
     """DICT-MLM: half of the masked tokens replaced by their dictionary translation (kept as
-    they are when they have none; ``no_translation="bert"``: 80/10/10 then)."""
+    they are when they have none; ``no_translation="bert"``: 80/10/10 then); random
+    replacements from the whole vocabulary (``random_replacement="language"``: from the
+    block's language, never the label)."""
 
     data = "mono"
 
@@ -168,31 +191,49 @@ class DictMLM(MaskedLM):
         mask_prob: float = 0.15,
         replace_probs: tuple = (0.8, 0.1),
         no_translation: str = "keep",
+        random_replacement: str = "vocabulary",
     ) -> None:
-        """Options (besides MLM's): ``dictionary`` and ``vocab`` (files), ``translate_prob`` in
-        [0, 1], ``no_translation`` (keep or bert)."""
+        """Options (besides MLM's): ``dictionary`` (a file), ``translate_prob`` in [0, 1],
+        ``no_translation`` (keep or bert), ``random_replacement`` (vocabulary: any id of the
+        model's vocabulary, the paper; language: an id of the block's language other than the
+        label, the variant) and ``vocab`` (``vocab.json``, the languages' ids; read only by
+        ``random_replacement: language``)."""
         super().__init__(ctx, mask_prob, replace_probs)
         from crossalign.data.derive import read_vocab
 
         check_range(self.option_where("translate_prob"), translate_prob, 0, 1)
         check_no_translation(no_translation)
+        check_choice(
+            self.option_where("random_replacement"), random_replacement, RANDOM_REPLACEMENTS
+        )
         if vocab is not None:
             check_path(self.option_where("vocab"), vocab)
+            if random_replacement == "vocabulary":
+                raise CrossalignError(
+                    f"{self.option_where('vocab')} is read only with random_replacement: "
+                    "language; drop vocab (random replacements come from the whole vocabulary, "
+                    "as in the paper) or set random_replacement: language"
+                )
         src, tgt = dictionary_token_ids("dict_mlm", dictionary, ctx)
         self.translate_prob = translate_prob
         self.no_translation = no_translation
+        self.random_replacement = random_replacement
         # Masking runs in collate on the CPU: plain CPU tensors, not buffers.
         self.offsets, self.targets = translation_table(
             torch.tensor(src), torch.tensor(tgt), ctx.vocab_size
         )
         self.vocab_path = vocab
+        # The ids random replacements come from, per language ("": every language).
         self.language_ids: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         if vocab:
             for lang, ids in read_vocab(vocab, ctx.tokenizer).items():
                 ids = torch.tensor(ids, dtype=torch.long)
                 self.language_ids[lang] = (ids, id_positions(ids, ctx.vocab_size))
         else:
-            ids = self.random_ids.clone()
+            if random_replacement == "vocabulary":
+                ids = torch.arange(ctx.vocab_size)
+            else:
+                ids = self.random_ids.clone()
             self.language_ids[""] = (ids, id_positions(ids, ctx.vocab_size))
 
     def start(self, model, data=None) -> None:
@@ -226,4 +267,5 @@ class DictMLM(MaskedLM):
             self.replace_probs,
             positions,
             self.no_translation,
+            exclude_label=self.random_replacement == "language",
         )

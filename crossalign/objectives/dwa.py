@@ -1,12 +1,16 @@
-"""Denoising word alignment (XLM-Align, Chi et al. ACL 2021, §3.2), with TLM on the same pass.
+"""Denoising word alignment (XLM-Align, Chi et al. ACL 2021, §3.2), with TLM on the same pass,
+as the authors' pre-training task runs it (microsoft/unilm ``infoxlm/src-infoxlm/infoxlm``:
+``tasks/xlm_align.py``, ``criterions/xlm_align.py``, ``data/xlm_align.py``).
 
-Every step: (1) self-label the unmasked translation pair with the current model — hidden
-states of layer ``layer``, optimal transport by Sinkhorn (Eq. 6), iterative alignment filtering
-(Eq. 7-9, ``crossalign.align``); (2) mask the pair as TLM does; (3) a pointer network over the
-final-layer states of the masked pair predicts, for every masked token that has a self-label,
-the position of its aligned token in the other sentence (Eq. 10-11); the loss is the
-cross-entropy of that pointer, in both directions (Eq. 15). TLM's masked-LM loss uses the same
-forward.
+Every step: (1) ``label``: self-label the unmasked pair, encoded as one sequence ``[cls] src
+[sep] tgt [sep]`` with continuous positions, with the current model in eval mode — raw dot
+products of layer ``layer``'s states, 2 Sinkhorn iterations columns first, SimAlign's IterMax
+on the plan (2 rounds, α 0.9; ``crossalign.align``); (2) the pair is masked as TLM masks; (3)
+a pointer network over the final-layer states of the masked pair predicts, for every masked
+token that has a self-label, the position of its aligned token in the other sentence
+(Eq. 10-11); the loss is the sum of the pointer's cross-entropies in both directions (Eq. 15),
+pooled with TLM's summed masked-LM loss over the DWA queries and TLM tokens together (the
+criterion's ``sample_size``). TLM's masked-LM loss uses the same forward.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from transformers import PreTrainedModel
 
 from crossalign.align.config import OT_FILTERS, SINKHORN_ORDERS
 from crossalign.align.extract import plan_links
-from crossalign.align.similarity import dot_scores, log_clamped
-from crossalign.align.sinkhorn import sinkhorn_log
+from crossalign.align.similarity import dot_scores
+from crossalign.align.sinkhorn import transport_plans
 from crossalign.checks import check_choice, check_flag, check_range
 from crossalign.config import RunConfig
 from crossalign.data.masking import IGNORE_INDEX
@@ -30,10 +34,11 @@ from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import masked_lm_logits, masked_lm_loss
 from crossalign.objectives.tlm import TranslationLM
 
-DWA_REDUCTIONS = ("sum", "mean")
+DWA_REDUCTIONS = ("pooled", "sum", "mean")
+POINTER_LABELS = ("last-link", "max-plan")
 
 
-def self_label_pointers(
+def self_label_links(
     states: torch.Tensor,
     src_mask: torch.Tensor,
     tgt_mask: torch.Tensor,
@@ -41,30 +46,63 @@ def self_label_pointers(
     filter_iters: int = 2,
     alpha: float = 0.9,
     mu: float = 1.0,
-    sinkhorn_order: str = "rows-first",
-    ot_filter: str = "iterative",
-) -> torch.Tensor:
-    """Pointer labels from self-labelled alignments of jointly encoded pairs (§3.1).
+    sinkhorn_order: str = "columns-first",
+    ot_filter: str = "itermax",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Self-labelled alignments of jointly encoded pairs (§3.1) and their transport plan.
 
-    The transport plan T between the source tokens (``src_mask``) and target tokens
-    (``tgt_mask``) of one sequence comes from ``f_sim = log max(ε, h_iᵀh_j)`` by Sinkhorn
-    (regularisation ``mu``, ``sinkhorn_order``; Eq. 6); links are extracted by ``ot_filter``
-    (``iterative``: Eq. 7-9; see ``crossalign.align.extract.plan_links``). A source token's
-    label is the linked target position with the largest T, a target token's the linked source
-    position likewise; unlinked tokens get IGNORE_INDEX.
+    The plan between the source tokens (``src_mask``) and target tokens (``tgt_mask``) of one
+    sequence comes from the dot products ``h_iᵀh_j`` by Sinkhorn (``transport_plans``:
+    regularisation ``mu``, ``sinkhorn_order``; Eq. 6); links are extracted by ``ot_filter``
+    (``itermax``: the authors' ``iter_max`` with ``max_count = filter_iters``; see
+    ``crossalign.align.extract.plan_links``).
+    With the defaults this is ``get_gold_or_silver_wa`` of the authors' pre-training task:
+    ``_sinkhorn_iter`` (``S ≤ 0 → 1e-6``, columns then rows, 2 iterations) and ``iter_max``
+    on the plan.
 
     states [B, L, H] (layer states of the unmasked pair), src_mask/tgt_mask [B, L] bool
-    (real, non-special tokens of each side) -> labels [B, L] long (positions in L).
+    (real, non-special tokens of each side) -> (links [B, L, L] bool, plan [B, L, L]).
     """
-    f_sim = log_clamped(dot_scores(states.float(), states.float()))
-    plan = sinkhorn_log(f_sim, src_mask, tgt_mask, mu, sinkhorn_iters, sinkhorn_order).exp()
-    links = plan_links(plan, src_mask, tgt_mask, ot_filter, filter_iters, alpha)  # [B, L, L]
-    linked_plan = torch.where(links, plan, torch.full_like(plan, -1.0))
-    fwd_score, fwd = linked_plan.max(dim=2)  # source i -> target j
-    bwd_score, bwd = linked_plan.max(dim=1)  # target j -> source i
+    states = states.to(torch.promote_types(states.dtype, torch.float32))  # fp16/bf16 -> fp32
+    scores = dot_scores(states, states)
+    plan, half = transport_plans(scores, src_mask, tgt_mask, mu, sinkhorn_iters, sinkhorn_order)
+    links = plan_links(plan, half, src_mask, tgt_mask, ot_filter, filter_iters, alpha)
+    return links, plan
+
+
+def links_to_pointers(
+    links: torch.Tensor,
+    plan: torch.Tensor,
+    src_mask: torch.Tensor,
+    tgt_mask: torch.Tensor,
+    choice: str = "last-link",
+) -> torch.Tensor:
+    """One pointer label per token from its links: a source token points to a linked target
+    position, a target token to a linked source position; unlinked tokens get IGNORE_INDEX.
+
+    A token with several links points, with ``last-link``, where the authors' criterion
+    points: its ``prepare_positions`` fills a dictionary from the links in row-major order, so
+    the last one wins — the largest linked position, for a source and for a target token
+    alike. ``max-plan`` picks the link with the largest plan value instead (the first on
+    ties).
+
+    links [B, L, L] bool, plan [B, L, L], src_mask/tgt_mask [B, L] -> labels [B, L] long.
+    """
+    if choice not in POINTER_LABELS:
+        raise ValueError(f"unknown pointer label choice {choice!r}; expected {POINTER_LABELS}")
+    if choice == "last-link":
+        pos = torch.arange(links.shape[1], device=links.device)
+        fwd = torch.where(links, pos[None, None, :], -1).amax(dim=2)  # source i -> target j
+        bwd = torch.where(links, pos[None, :, None], -1).amax(dim=1)  # target j -> source i
+        fwd_ok, bwd_ok = fwd >= 0, bwd >= 0
+    else:
+        linked_plan = torch.where(links, plan, torch.full_like(plan, -1.0))
+        fwd_score, fwd = linked_plan.max(dim=2)
+        bwd_score, bwd = linked_plan.max(dim=1)
+        fwd_ok, bwd_ok = fwd_score >= 0, bwd_score >= 0
     labels = torch.full_like(fwd, IGNORE_INDEX)
-    labels = torch.where(src_mask & (fwd_score >= 0), fwd, labels)
-    return torch.where(tgt_mask & (bwd_score >= 0), bwd, labels)
+    labels = torch.where(src_mask & fwd_ok, fwd, labels)
+    return torch.where(tgt_mask & bwd_ok, bwd, labels)
 
 
 def pointer_loss(
@@ -73,16 +111,17 @@ def pointer_loss(
     labels: torch.Tensor,
     segment_ids: torch.Tensor,
     pointable: torch.Tensor,
-    reduction: str = "sum",
+    reduction: str = "pooled",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Cross-entropy of the pointer network (Eq. 10-11, 15), computed in fp32.
 
     For each row i with a label, a_ij = softmax_j(q_iᵀk_j / √d) over the positions j of the
     *other* segment that are ``pointable`` (real, non-special tokens); same-segment and
-    padding positions get probability 0. ``reduction``: ``sum`` (Eq. 15: the sum over the
-    labelled masked positions P of each pair, averaged over the B pairs of the batch) or
-    ``mean`` (the mean over all labelled positions of the batch: a summed loss divided by
-    |P| per pair on average).
+    padding positions get probability 0. ``reduction``: ``pooled`` (the sum over every
+    labelled row of the batch, as the authors' criterion sums it; the objective then divides
+    it, with TLM's summed loss, by the rows and TLM tokens together), ``sum`` (Eq. 15: the sum
+    over the labelled masked positions P of each pair, averaged over the B pairs of the batch)
+    or ``mean`` (the mean over all labelled rows of the batch).
 
     query/key [B, L, d], labels [B, L] (target position or IGNORE_INDEX), segment_ids [B, L]
     (0 source, 1 target, -1 padding), pointable [B, L] bool -> (loss, number of rows).
@@ -98,9 +137,10 @@ def pointer_loss(
     scores = all_scores[b_idx, i_idx] / math.sqrt(query.shape[-1])  # [N, L]
     other = segment_ids[b_idx] == (1 - segment_ids[b_idx, i_idx])[:, None]  # [N, L]
     scores = scores.masked_fill(~(other & pointable[b_idx]), float("-inf"))
+    total = F.cross_entropy(scores, labels[b_idx, i_idx], reduction="sum")
     if reduction == "mean":
-        return F.cross_entropy(scores, labels[b_idx, i_idx]), n
-    return F.cross_entropy(scores, labels[b_idx, i_idx], reduction="sum") / query.shape[0], n
+        return total / n, n
+    return (total if reduction == "pooled" else total / query.shape[0]), n
 
 
 @OBJECTIVES.register("dwa")
@@ -117,24 +157,34 @@ class DenoisingWordAlignment(TranslationLM):
         filter_iters: int = 2,
         alpha: float = 0.9,
         mu: float = 1.0,
-        sinkhorn_order: str = "rows-first",
-        ot_filter: str = "iterative",
-        reduction: str = "sum",
+        sinkhorn_order: str = "columns-first",
+        ot_filter: str = "itermax",
+        pointer_label: str = "last-link",
+        layout: str = "concat",
+        reduction: str = "pooled",
         tlm_weight: float = 1.0,
         allow_cold_start: bool = False,
         mask_prob: float = 0.15,
         replace_probs: tuple = (0.8, 0.1),
     ) -> None:
-        """Options: ``layer`` (self-labelling layer; the paper's ablation varies it),
-        ``sinkhorn_iters``, ``mu``, ``sinkhorn_order`` (Eq. 6), ``ot_filter`` (``iterative``:
-        Eq. 7-9; ``union``: the ablation without filtering; ``itermax``), ``filter_iters``,
-        ``alpha``, ``reduction`` of the pointer loss (``sum``: Eq. 15; ``mean``), ``tlm_weight``,
-        ``allow_cold_start``. Ranges: layer, sinkhorn_iters >= 0; filter_iters >= 1; alpha in
-        [0, 1]; mu > 0; tlm_weight >= 0."""
-        super().__init__(ctx, mask_prob=mask_prob, replace_probs=replace_probs)
+        """Options (defaults: the authors' pre-training task): ``layer`` (self-labelling
+        layer, ``--wa_layer``; the paper's ablation varies it), ``sinkhorn_iters``, ``mu``,
+        ``sinkhorn_order`` (``columns-first``; ``rows-first``: Eq. 6 as written),
+        ``ot_filter`` (``itermax``; ``eq9-literal``: Eq. 7-9 read literally; ``union``: the
+        ablation without filtering; ``argmax``: one mutual argmax), ``filter_iters``
+        (IterMax's ``max_count``, ``--wa_max_count``), ``alpha``, ``pointer_label`` for a token
+        with several links (``last-link``: the criterion's; ``max-plan``: the largest plan
+        value), ``layout`` of the pair (``concat``: ``[cls] src [sep] tgt [sep]``, continuous
+        positions, the authors' data; ``tlm``: crossalign's TLM layout), ``reduction`` of the
+        pointer loss (``pooled``: the criterion's, summed and divided with TLM by their
+        tokens together; ``sum``: Eq. 15 per pair, averaged over pairs; ``mean``),
+        ``tlm_weight``, ``allow_cold_start``. Ranges: layer, sinkhorn_iters >= 0;
+        filter_iters >= 1; alpha in [0, 1]; mu > 0; tlm_weight >= 0."""
+        super().__init__(ctx, mask_prob=mask_prob, replace_probs=replace_probs, layout=layout)
         for key, value, allowed in (
             ("sinkhorn_order", sinkhorn_order, SINKHORN_ORDERS),
             ("ot_filter", ot_filter, OT_FILTERS),
+            ("pointer_label", pointer_label, POINTER_LABELS),
             ("reduction", reduction, DWA_REDUCTIONS),
         ):
             check_choice(self.option_where(key), value, allowed)
@@ -155,6 +205,7 @@ class DenoisingWordAlignment(TranslationLM):
         self.mu = mu
         self.sinkhorn_order = sinkhorn_order
         self.ot_filter = ot_filter
+        self.pointer_label = pointer_label
         self.reduction = reduction
         self.tlm_weight = tlm_weight
         self.allow_cold_start = allow_cold_start
@@ -184,26 +235,20 @@ class DenoisingWordAlignment(TranslationLM):
         self.key = nn.Linear(hidden, hidden)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """TLM's batch plus ``original_ids`` (the unmasked pair, for self-labelling)."""
+        """TLM's batch in ``layout`` plus ``original_ids`` (the unmasked pair, for
+        self-labelling) and ``pointable`` (real, non-special tokens, [B, L] bool)."""
         batch = super().collate(raw, generator)
         labels = batch["labels"]
         batch["original_ids"] = torch.where(labels != IGNORE_INDEX, labels, batch["input_ids"])
+        special = torch.isin(batch["original_ids"], torch.tensor(self.ctx.special_ids))
+        batch["pointable"] = ~special & (batch["segment_ids"] >= 0)
         return batch
 
-    def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> dict:
-        """Self-label (no grad, eval mode, unmasked pair), then one forward of the masked pair:
-        TLM logits at masked positions and pointer query/key states."""
-        kwargs = {
-            "attention_mask": batch["attention_mask"],
-            "position_ids": batch["position_ids"],
-        }
-        if "token_type_ids" in batch:
-            kwargs["token_type_ids"] = batch["token_type_ids"]
-        special = torch.isin(
-            batch["original_ids"], torch.tensor(self.ctx.special_ids, device=batch["labels"].device)
-        )
-        seg = batch["segment_ids"]
-        pointable = ~special & (seg >= 0)
+    def label(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> dict:
+        """Self-label the unmasked pair (no grad, eval mode) and add ``pointer_labels`` [B, L]:
+        the aligned position of every masked token that has a self-label, IGNORE_INDEX
+        elsewhere."""
+        kwargs = _encoder_inputs(batch)
         was_training = model.training
         model.eval()
         with torch.no_grad():
@@ -211,30 +256,49 @@ class DenoisingWordAlignment(TranslationLM):
                 input_ids=batch["original_ids"], output_hidden_states=True, **kwargs
             ).hidden_states[self.layer]
         model.train(was_training)
-        pointers = self_label_pointers(
-            states,
-            pointable & (seg == 0),
-            pointable & (seg == 1),
-            self.sinkhorn_iters,
-            self.filter_iters,
-            self.alpha,
-            self.mu,
-            self.sinkhorn_order,
-            self.ot_filter,
-        )
-        hidden = model.base_model(input_ids=batch["input_ids"], **kwargs).last_hidden_state
+        seg, pointable = batch["segment_ids"], batch["pointable"]
+        src, tgt = pointable & (seg == 0), pointable & (seg == 1)
+        links, plan = self_label_links(
+            states, src, tgt, self.sinkhorn_iters, self.filter_iters, self.alpha, self.mu,
+            self.sinkhorn_order, self.ot_filter,
+        )  # fmt: skip
+        pointers = links_to_pointers(links, plan, src, tgt, self.pointer_label)
+        masked = batch["labels"] != IGNORE_INDEX
+        return {**batch, "pointer_labels": torch.where(masked, pointers, IGNORE_INDEX)}
+
+    def token_count(self, batch: dict[str, torch.Tensor]) -> int:
+        """TLM's predicted tokens, plus the labelled DWA queries with ``pooled`` reduction
+        (the batch must have been through ``label``)."""
+        n = super().token_count(batch)
+        if self.reduction != "pooled":
+            return n
+        if "pointer_labels" not in batch:
+            raise RuntimeError("dwa: token_count needs a labelled batch (call label first)")
+        return n + int((batch["pointer_labels"] != IGNORE_INDEX).sum())
+
+    def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> dict:
+        """One forward of the masked pair: TLM logits at masked positions and pointer
+        query/key states (a batch that has not been through ``label`` is labelled first)."""
+        if "pointer_labels" not in batch:
+            batch = self.label(model, batch)
+        hidden = model.base_model(input_ids=batch["input_ids"], **_encoder_inputs(batch))
+        hidden = hidden.last_hidden_state
         masked = batch["labels"] != IGNORE_INDEX
         return {
             "logits": masked_lm_logits(model, hidden, masked),
             "query": self.query(hidden),
             "key": self.key(hidden),
-            "pointer_labels": torch.where(masked, pointers, IGNORE_INDEX),
-            "pointable": pointable,
+            "pointer_labels": batch["pointer_labels"],
+            "pointable": batch["pointable"],
         }
 
     def loss(self, batch, outputs):
-        """tlm_weight · TLM + DWA; metrics ``lm_loss`` (TLM), ``dwa_loss``, ``labelled``
-        (fraction of masked tokens with a self-label)."""
+        """TLM and the pointer loss. ``pooled``: ``(tlm_weight · Σ CE_tlm + Σ CE_dwa) /
+        (N_tlm + N_dwa)`` with count ``N_tlm + N_dwa`` (the authors' criterion, one
+        ``sample_size``); ``sum``/``mean``: ``tlm_weight · mean CE_tlm + DWA`` with count
+        ``N_tlm``. Metrics ``lm_loss`` (TLM's mean), ``lm_tokens`` (N_tlm), ``dwa_loss`` (the
+        pointer loss: its mean over queries when pooled), ``labelled`` (fraction of masked
+        tokens with a self-label)."""
         labels = batch["labels"]
         tlm, n = masked_lm_loss(outputs["logits"], labels[labels != IGNORE_INDEX])
         dwa, n_rows = pointer_loss(
@@ -247,7 +311,20 @@ class DenoisingWordAlignment(TranslationLM):
         )
         metrics = {
             "lm_loss": tlm.detach(),
-            "dwa_loss": dwa.detach(),
+            "lm_tokens": n.float(),
             "labelled": n_rows.float() / n.clamp(min=1),
         }
+        if self.reduction == "pooled":
+            total = n + n_rows
+            metrics["dwa_loss"] = dwa.detach() / n_rows.clamp(min=1)
+            return (self.tlm_weight * tlm * n + dwa) / total.clamp(min=1), total, metrics
+        metrics["dwa_loss"] = dwa.detach()
         return self.tlm_weight * tlm + dwa, n, metrics
+
+
+def _encoder_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The encoder's keyword inputs of a collated pair batch, other than its ids."""
+    kwargs = {"attention_mask": batch["attention_mask"], "position_ids": batch["position_ids"]}
+    if "token_type_ids" in batch:
+        kwargs["token_type_ids"] = batch["token_type_ids"]
+    return kwargs

@@ -10,7 +10,7 @@ MASS pre-training and the two losses of unsupervised MT, plus supervised transla
   probability 0.2, ends at the last with 0.2, and lies uniformly otherwise. The decoder's
   cross-attention skips the encoder's ``<mask>`` positions, as MASS's ``enc_mask`` does.
 - ``mass_gc``: MASS plus MLM-GC's co-occurrence regression on the encoder's states at the
-  span positions (a composition, see the class).
+  span positions, masked neighbours included (Ai & Fang 2023, §3.2; see the class).
 - ``dae`` (denoising auto-encoding, Lample et al. 2018, §2.3): the encoder reads C(x)
   (``crossalign.data.noise``: local shuffle, drop, blank), the decoder reconstructs x.
 - ``bt`` (online back-translation, Lample et al. 2018, §2.4; XLM's ``bt_step``): a sentence x
@@ -253,11 +253,18 @@ class MaskedSeq2Seq(Seq2SeqObjective):
 @OBJECTIVES.register("mass_gc")
 class MaskedSeq2SeqGlobalCooccurrence(GlobalCooccurrence, MaskedSeq2Seq):
     """MASS + λ·GC: MLM-GC's co-occurrence regression (``crossalign.objectives.cooc_gc``) on
-    the encoder's final states at the masked span positions, beside MASS's decoder loss. A
-    composition crossalign offers (MLM-GC adds GC to the encoder's masked-LM states; here the
-    encoder's states are the ones the decoder reads), not a recipe of either paper. With
-    MASS's contiguous span most neighbours of a span token are masked too: they count only
-    with ``masked_neighbours: true``."""
+    the encoder's final states at the masked span positions, beside MASS's decoder loss
+    (MLM-GC adds GC to the encoder's masked-LM states; here the encoder's states are the ones
+    the decoder reads).
+
+    With MASS's contiguous span most neighbours of a span token are masked too. Ai & Fang
+    (2023, §3.2) let the neighbour be masked for MASS, so ``masked_neighbours`` defaults to
+    true here: a span position pairs with every neighbour in its window and segment, inside
+    the span or not, X being looked up with the neighbours' original ids (the span's tokens,
+    ``encoder_labels``) and g_k being the neighbour's encoder state. ``masked_neighbours:
+    false`` is crossalign's earlier default: neighbours whose encoder input is ``<mask>`` are
+    skipped, while span tokens replaced at random or kept (10% each) still count; most pairs
+    inside the span are lost."""
 
     def __init__(
         self,
@@ -267,7 +274,7 @@ class MaskedSeq2SeqGlobalCooccurrence(GlobalCooccurrence, MaskedSeq2Seq):
         window: int | None = None,
         x_max: float = 100.0,
         alpha: float = 0.75,
-        masked_neighbours: bool = False,
+        masked_neighbours: bool = True,
         neighbour: str = "state",
         lookup_device: str = "model",
         force_no_warmup: bool = False,
@@ -276,7 +283,7 @@ class MaskedSeq2SeqGlobalCooccurrence(GlobalCooccurrence, MaskedSeq2Seq):
         label_smoothing: float = 0.1,
     ) -> None:
         """Options: MASS's and ``mlm_gc``'s (``neighbour: output_embedding`` uses the
-        decoder's output layer)."""
+        decoder's output layer), ``masked_neighbours`` defaulting to true (see the class)."""
         MaskedSeq2Seq.__init__(self, ctx, span_ratio, replace_probs, label_smoothing)
         self.init_gc(
             ctx, cooc, gc_weight, window, x_max, alpha, masked_neighbours, neighbour,

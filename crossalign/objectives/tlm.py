@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from crossalign.objectives.base import OBJECTIVES, RawBatch
+from crossalign.checks import check_choice
+from crossalign.data.pair_layout import PAIR_LAYOUTS, pair_row, special_count, truncate_pair
+from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
-
-
-def truncate_pair(n_src: int, n_tgt: int, budget: int) -> tuple[int, int]:
-    """Lengths to keep so that n_src + n_tgt <= budget, trimming the longer side first."""
-    while n_src + n_tgt > budget:
-        if n_src >= n_tgt:
-            n_src -= 1
-        else:
-            n_tgt -= 1
-    return n_src, n_tgt
 
 
 @OBJECTIVES.register("tlm")
@@ -24,20 +16,36 @@ class TranslationLM(MaskedLM):
 
     data = "parallel"
 
+    def __init__(
+        self,
+        ctx: TokenContext,
+        mask_prob: float = 0.15,
+        replace_probs: tuple = (0.8, 0.1),
+        layout: str = "tlm",
+    ) -> None:
+        """Options: ``mask_prob`` and ``replace_probs`` (as ``mlm``); ``layout`` of the pair
+        (``crossalign.data.pair_layout``): ``tlm`` (XLM's, positions restarting at the target)
+        or ``concat`` (``[cls] src [sep] tgt [sep]``, continuous positions; XLM-Align's data)."""
+        check_choice(self.option_where("layout"), layout, PAIR_LAYOUTS)
+        super().__init__(ctx, mask_prob=mask_prob, replace_probs=replace_probs)
+        self.layout = layout
+
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """Pairs → ``[cls] src [sep] [cls] tgt [sep]`` padded to the longest, with
-        position_ids restarting at the target, token_type_ids = language per side,
-        segment_ids (0 source, 1 target, -1 padding), and 80/10/10 masking of both sides.
-        All [B, L]."""
+        """Pairs → rows of ``layout`` (``[cls] src [sep] [cls] tgt [sep]`` with position_ids
+        restarting at the target for TLM) padded to the longest, with token_type_ids =
+        language per side, segment_ids (0 source, 1 target, -1 padding), and 80/10/10 masking
+        of both sides. All [B, L]."""
         ctx = self.ctx
         src_lang, tgt_lang = raw.source.split("-", 1)
         rows, positions, segments = [], [], []
+        budget = ctx.max_length - special_count(self.layout)
         for src, tgt in raw.pairs:
-            ns, nt = truncate_pair(len(src), len(tgt), ctx.max_length - 4)
-            rows.append([ctx.cls_id, *src[:ns].tolist(), ctx.sep_id])
-            rows[-1] += [ctx.cls_id, *tgt[:nt].tolist(), ctx.sep_id]
-            positions.append([*range(ns + 2), *range(nt + 2)])
-            segments.append([0] * (ns + 2) + [1] * (nt + 2))
+            ns, nt = truncate_pair(len(src), len(tgt), budget)
+            src_ids, tgt_ids = src[:ns].tolist(), tgt[:nt].tolist()
+            row = pair_row(src_ids, tgt_ids, ctx.cls_id, ctx.sep_id, self.layout)
+            rows.append(row.ids)
+            positions.append(row.positions)
+            segments.append(row.segments)
         length = max(map(len, rows))
         b = len(rows)
         ids = torch.full((b, length), ctx.pad_id, dtype=torch.long)

@@ -152,6 +152,13 @@ def context() -> TokenContext:
         ("tcs_mass", {"layer": -1}, "objective tcs_mass: layer=-1 must be >= 0"),
         ("scs_mass", {"top_k": 0}, "objective scs_mass: top_k=0 must be >= 1"),
         ("scs_mass", {"span_ratio": 0}, "objective scs_mass: span_ratio=0 must be in (0, 1]"),
+        ("tcs_mlm", {"max_sentences": 0}, "objective tcs_mlm: max_sentences=0 must be >= 1"),
+        (
+            "scs_mass",
+            {"csls_neighbourhood": "vocab"},
+            "scs_mass: csls_neighbourhood 'vocab' is unknown (did you mean 'vocabulary'?); "
+            "choose batch or vocabulary",
+        ),
         ("mlm_gc", {"x_max": 0}, "objective mlm_gc: x_max=0 must be > 0"),
         ("mlm_gc", {"cooc": 5}, "objective mlm_gc: cooc=5 must be a path (a string)"),
         ("mlm_gc", {"window": "2"}, "objective mlm_gc: window='2' must be an integer >= 1"),

@@ -63,10 +63,11 @@ def align(model: Path, src: Path, tgt: Path, out: Path, *options: str) -> list:
 
 
 @pytest.mark.parametrize("method", ["ot", "itermax", "argmax", "softmax"])
-@pytest.mark.parametrize("encoding", ["--joint", "--separate"])
+@pytest.mark.parametrize("encoding", ["tlm", "concat", "separate"])
 def test_align_writes_sorted_links_in_range(tiny_model, files, tmp_path, method, encoding):
     src, tgt = files
-    lines = align(tiny_model, src, tgt, tmp_path / "out.txt", "--method", method, encoding)
+    options = ("--method", method, "--encoding", encoding)
+    lines = align(tiny_model, src, tgt, tmp_path / "out.txt", *options)
     assert len(lines) == N_PAIRS and lines[3] == []
     pairs = zip(src.read_text().splitlines(), tgt.read_text().splitlines())
     for links, (s, t) in zip(lines, pairs):
@@ -76,10 +77,10 @@ def test_align_writes_sorted_links_in_range(tiny_model, files, tmp_path, method,
 
 
 @pytest.mark.parametrize("method", ["ot", "softmax"])
-@pytest.mark.parametrize("encoding", ["--joint", "--separate"])
+@pytest.mark.parametrize("encoding", ["tlm", "concat", "separate"])
 def test_batched_equals_one_pair_at_a_time(tiny_model, files, tmp_path, encoding, method):
     src, tgt = files
-    options = (encoding, "--method", method)
+    options = ("--encoding", encoding, "--method", method)
     one = align(tiny_model, src, tgt, tmp_path / "one.txt", *options, "--batch-size", "1")
     many = align(tiny_model, src, tgt, tmp_path / "many.txt", *options, "--batch-size", "4")
     assert one == many
@@ -95,13 +96,32 @@ def test_cut_encoder_gives_the_same_links(tiny_model, files):
 
 
 def test_language_ids_and_restarting_positions(tiny_model):
-    aligner = load_aligner(tiny_model, AlignConfig(joint=True), [1], languages=("es", "en"))
+    aligner = load_aligner(tiny_model, AlignConfig(encoding="tlm"), [1], languages=("es", "en"))
+    offset = aligner.offset
     batch = aligner.collate([(Pieces([7, 8], [0, 1], 2), Pieces([9], [0], 1))])
     cls, sep = aligner.cls_id, aligner.sep_id
     assert batch.inputs["input_ids"].tolist() == [[cls, 7, 8, sep, cls, 9, sep]]
-    assert batch.inputs["position_ids"].tolist() == [[0, 1, 2, 3, 0, 1, 2]]
+    assert batch.inputs["position_ids"].tolist() == [[offset + p for p in (0, 1, 2, 3, 0, 1, 2)]]
     assert batch.inputs["token_type_ids"].tolist() == [[1, 1, 1, 1, 0, 0, 0]]  # es=1, en=0
     assert batch.src_col.tolist() == [[1, 2]] and batch.tgt_col.tolist() == [[5]]
+
+
+def test_concat_encoding_is_the_released_aligners_layout(tiny_model):
+    """``<s> src </s> tgt </s>`` with continuous positions (the released aligner's
+    ``RawPair2WordAlignDataset``); a pair longer than the positions hold is cut, longer side
+    first, to one sequence that fits."""
+    aligner = load_aligner(tiny_model, AlignConfig(encoding="concat"), [1], languages=("es", "en"))
+    batch = aligner.collate([(Pieces([7, 8], [0, 1], 2), Pieces([9], [0], 1))])
+    cls, sep, offset = aligner.cls_id, aligner.sep_id, aligner.offset
+    assert batch.inputs["input_ids"].tolist() == [[cls, 7, 8, sep, 9, sep]]
+    assert batch.inputs["position_ids"].tolist() == [[offset + p for p in range(6)]]
+    assert batch.inputs["token_type_ids"].tolist() == [[1, 1, 1, 1, 0, 0]]
+    assert batch.src_col.tolist() == [[1, 2]] and batch.tgt_col.tolist() == [[4]]
+    budget = aligner.pair_budget
+    long = ["x"] * budget
+    src, tgt = aligner.pieces([(long, long)])
+    assert len(src[0].ids) + len(tgt[0].ids) <= budget and aligner.truncated == 1
+    assert "per pair in one sequence" in aligner.truncation_warning()
 
 
 @pytest.mark.parametrize("method", ["argmax", "itermax"])
@@ -247,3 +267,22 @@ def test_pretrained_backbone_matches_simalign_end_to_end():
     for method, key in (("itermax", "itermax"), ("argmax", "inter")):
         ours = load_aligner(BACKBONE, AlignConfig(method=method, batch_size=8), [8], device="cpu")
         assert ours.align(pairs, [8])[8] == [sorted(e[key]) for e in expected]
+
+
+def test_renamed_options_say_their_new_names(tiny_model, files, capsys):
+    """The options renamed when ``ot`` became the released aligner: the error names the new
+    name instead of the nearest choice."""
+    from crossalign.errors import CrossalignError
+
+    src, tgt = (str(p) for p in files)
+    base = ["align", "--model", str(tiny_model), src, tgt]
+    for extra, said in (
+        (["--ot-filter", "iterative"], "('iterative' is now called 'eq9-literal')"),
+        (["--joint"], "('--joint' is now called '--encoding tlm')"),
+        (["--ot-filter", "itermx"], "did you mean 'itermax'"),  # any other typo
+    ):
+        with pytest.raises(SystemExit) as stop:
+            main([*base, *extra])
+        assert stop.value.code == 2 and said in capsys.readouterr().err
+    with pytest.raises(CrossalignError, match="'iterative' is now called 'eq9-literal'"):
+        AlignConfig(method="ot", ot_filter="iterative")

@@ -1,4 +1,4 @@
-"""Code-switching state (refreshed dictionaries and CSLS terms) survives a resume: a run
+"""Code-switching state (refreshed dictionaries and cached CSLS terms) survives a resume: a run
 resumed between two refreshes logs the losses of the uninterrupted run."""
 
 from __future__ import annotations
@@ -21,15 +21,22 @@ def losses(run_dir: Path) -> dict[int, float]:
 @pytest.mark.parametrize(
     ("objectives", "grad_accum", "resume_at"),
     [
-        # SCS reads its CSLS terms in forward: resumed at 2, step 3 uses the terms refreshed
-        # before step 2, which only the checkpoint holds
-        (f"[{{name: scs_mlm, {SWITCH}}}, {{name: mlm}}]", 1, 2),
+        # SCS with cached terms reads them in forward: resumed at 2, step 3 uses the terms
+        # refreshed before step 2, which only the checkpoint holds
+        (f"[{{name: scs_mlm, {SWITCH}, csls_neighbourhood: vocabulary}}, {{name: mlm}}]", 1, 2),
+        # SCS's default takes its CSLS terms from each batch: no state beyond the step
+        ("[{name: scs_mlm, threshold: 1, other_max: 0}]", 1, 2),
         # TCS reads its dictionary in collate, before the refresh of step 4
         (f"[{{name: tcs_mlm, {SWITCH}}}]", 2, 3),
         # both code-switched MASS objectives in one encoder-decoder run
-        (f"[{{name: scs_mass, {SWITCH}}}, {{name: tcs_mass, {SWITCH}, layer: 1}}]", 1, 2),
+        (
+            f"[{{name: scs_mass, {SWITCH}, csls_neighbourhood: vocabulary}}, "
+            f"{{name: tcs_mass, {SWITCH}, layer: 1}}]",
+            1,
+            2,
+        ),
     ],
-    ids=["scs", "tcs-grad-accum-2", "scs-tcs-mass"],
+    ids=["scs-vocabulary", "scs-batch", "tcs-grad-accum-2", "scs-tcs-mass"],
 )
 def test_resume_repeats_the_curve(tiny, tmp_path, capsys, objectives, grad_accum, resume_at):
     # no warm-up: with it the first update has lr 0, the refresh before step 2 repeats

@@ -73,7 +73,7 @@ def test_tcs_resume_repeats_the_curve(tiny, tmp_path):
 
 
 def test_scs_training_runs(tiny, tmp_path):
-    objectives = "[{name: scs_mlm, threshold: 1, other_max: 0, refresh_every: 2}, {name: mlm}]"
+    objectives = "[{name: scs_mlm, threshold: 1, other_max: 0}, {name: mlm}]"
     args = tiny("scs", objectives=objectives, **{"data.parallel": "{}", "train.steps": 4})
     assert main(["train", *args]) == 0
     lines = [r for r in records(tmp_path / "scs") if "loss" in r]

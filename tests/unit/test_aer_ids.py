@@ -1,5 +1,6 @@
 """How gold sentence ids map to sentences (``--gold-ids``), the refusals where that mapping would
-be a guess, and AER checked against a scorer written here from the formula alone."""
+be a guess, gold links past the end of their sentence (kept, warned, refused above 5% or with
+``--strict``), and AER checked against a scorer written here from the formula alone."""
 
 import json
 import random
@@ -21,7 +22,9 @@ needs_gold = pytest.mark.skipif(
 def reference_scores(
     pred_lines: list[str], gold_lines: list[str], line_of_id: dict[int, int]
 ) -> dict[str, float]:
-    """AER, precision, recall, F1 from the raw lines, by the formula alone (S ⊆ P):
+    """AER, precision, recall, F1 from the raw lines, by the formula alone (S ⊆ P), keeping
+    every gold link, even one past the end of its sentence (SimAlign's and awesome-align's
+    scorers compare sets of pairs and never read the text):
     AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|), P = |A∩P| / |A|, R = |A∩S| / |S|,
     F1 = 2PR / (P + R).
     ``line_of_id`` says which prediction line (0-based) each gold sentence id is."""
@@ -248,6 +251,88 @@ def test_real_sets_match_the_reference_scorer(tmp_path, name, first_id):
     expected = reference_scores(pred_lines, gold_lines, line_of_id)
     assert aer_scores(pred, ts.gold) == pytest.approx(expected)
     assert 0.2 < expected["aer"] < 0.9
+    assert ts.gold.out_of_range == 0  # these two sets have no link past a sentence's end
+
+
+# five sentences of 2 + 2 words, ids 0-based: 1-1 and 2-2 sure, 1-2 and 2-1 possible (20 links)
+IN_RANGE = [
+    f"{sid} {i} {j} {'S' if i == j else 'P'}" for sid in range(5) for i in (1, 2) for j in (1, 2)
+]
+
+
+def test_out_of_range_gold_link_counts_against_recall_by_hand(tmp_path, capsys):
+    """As WPT-2005 en-hi sentence 68 (link 33-34, 33 target words): the link stays in S."""
+    gold_lines = IN_RANGE[:10] + ["2 2 3 S"] + IN_RANGE[10:]  # line 11: target word 3 of 2
+    folder = write_testset(tmp_path / "de-en", [2] * 5, [2] * 5, "\n".join(gold_lines) + "\n")
+    gold = read_testset(folder).gold
+    assert (gold.out_of_range, sum(map(len, gold.sure))) == (1, 11)
+    assert (1, 2) in gold.sure[2] and (1, 2) in gold.possible[2]
+    pred = _write(tmp_path / "pred.txt", "0-0 1-1\n" * 5)
+    # |A| = 10, |S| = 11, |A∩S| = 10, |A∩P| = 10
+    by_hand = {"aer": 1 - 20 / 21, "precision": 1.0, "recall": 10 / 11, "f1": 20 / 21}
+    assert aer_scores(read_pharaoh(pred), gold) == pytest.approx(by_hand)
+    code, out, err = run_aer(capsys, "--pred", str(pred), "--gold", str(folder))
+    assert code == 0
+    assert out.splitlines()[-1].split()[1:] == ["4.76", "100.00", "90.91", "95.24"]
+    [warning] = [line for line in err.splitlines() if "past the end" in line]
+    assert warning.startswith("warning: 1 gold link(s) point past the end of their sentence, ")
+    assert f"first {folder / 'alignv2.txt'}:11: link 2-3 is out of range: sentence 2" in warning
+    assert "pass --strict to refuse such links" in warning
+    # --strict refuses it, in one line naming file:line
+    code, out, err = run_aer(capsys, "--pred", str(pred), "--gold", str(folder), "--strict")
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1
+    assert f"{folder / 'alignv2.txt'}:11: link 2-3 is out of range" in err
+    assert "--strict refuses every gold link past the end of its sentence" in err
+
+
+@pytest.mark.parametrize(("n_in", "n_out", "refused"), [(19, 1, False), (18, 2, True)])
+def test_more_than_five_percent_out_of_range_is_refused(tmp_path, n_in, n_out, refused):
+    """1 of 20 (5%) is scored; 2 of 20 (10%): the text files are not the gold's."""
+    lines = IN_RANGE[:n_in] + [f"4 3 {k} S" for k in range(1, n_out + 1)]  # source word 3 of 2
+    path = _write(tmp_path / "g.txt", "\n".join(lines) + "\n")
+    if not refused:
+        gold = read_gold_links(path, [(2, 2)] * 5)
+        assert gold.out_of_range == 1
+        assert gold.first_out_of_range.startswith(f"{path}:20: link 3-1 is out of range")
+        with pytest.raises(CrossalignError, match=r"g.txt:20: link 3-1 .*--strict refuses"):
+            read_gold_links(path, [(2, 2)] * 5, strict=True)
+        return
+    with pytest.raises(CrossalignError, match=r"g.txt:19: link 3-1 is out of range") as err:
+        read_gold_links(path, [(2, 2)] * 5)
+    assert "2 of 20 gold links are out of range, more than 5%: the text files" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_out_of_range_links_match_the_reference_scorer(tmp_path, capsys, seed):
+    """Random gold with a few links (at most 5%) past the end of their sentence: the CLI's JSON
+    equals the formula on the raw lines with every gold link kept, and the warning counts them."""
+    rng = random.Random(f"out-of-range-{seed}")
+    n = rng.randint(6, 12)
+    n_src = [rng.randint(3, 7) for _ in range(n)]
+    n_tgt = [rng.randint(3, 7) for _ in range(n)]
+    gold_lines, pred_lines = [], []
+    for sid, (m, k) in enumerate(zip(n_src, n_tgt)):
+        pairs = [(i, j) for i in range(1, m + 1) for j in range(1, k + 1)]
+        chosen = rng.sample(pairs, rng.randint(len(pairs) // 2, len(pairs)))
+        gold_lines += [f"{sid} {i} {j} {rng.choice('SSP')}" for i, j in chosen]
+        guess = rng.sample(pairs, rng.randint(1, len(pairs)))
+        pred_lines.append(" ".join(f"{i - 1}-{j - 1}" for i, j in guess))
+    n_out = rng.randint(1, len(gold_lines) // 20)
+    for sid in rng.sample(range(n), n_out):
+        past = (n_src[sid] + 1, rng.randint(1, n_tgt[sid]))
+        if rng.random() < 0.5:
+            past = (rng.randint(1, n_src[sid]), n_tgt[sid] + rng.randint(1, 3))
+        gold_lines.append(f"{sid} {past[0]} {past[1]} {rng.choice('SP')}")
+    rng.shuffle(gold_lines)
+    folder = write_testset(tmp_path / "de-en", n_src, n_tgt, "\n".join(gold_lines) + "\n")
+    pred = _write(tmp_path / "pred.txt", "\n".join(pred_lines) + "\n")
+    out = tmp_path / "scores.json"
+    code, _, err = run_aer(capsys, "--pred", str(pred), "--gold", str(folder), "--json", str(out))
+    assert code == 0
+    assert f"warning: {n_out} gold link(s) point past the end" in err
+    expected = reference_scores(pred_lines, gold_lines, {k: k for k in range(n)})
+    assert json.loads(out.read_text())["pred.txt"] == pytest.approx(expected)
 
 
 def _write(path: Path, text: str) -> Path:

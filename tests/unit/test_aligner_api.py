@@ -80,9 +80,10 @@ def test_ot_scores_are_plan_entries(tiny_model, sentences):
 
 def test_options_and_errors(tiny_model, sentences):
     aligner = Aligner.from_pretrained(
-        tiny_model, layer=0, method="softmax", softmax_threshold=0.5, joint=True, device="cpu"
+        tiny_model, layer=0, method="softmax", softmax_threshold=0.5, encoding="tlm", device="cpu"
     )
-    assert aligner.word_aligner.cfg.softmax_threshold == 0.5 and aligner.word_aligner.cfg.joint
+    cfg = aligner.word_aligner.cfg
+    assert cfg.softmax_threshold == 0.5 and cfg.encoding == "tlm"
     assert aligner.align("", "a b") == [] and aligner.score("", "a b") == 0.0
     with pytest.raises(CrossalignError, match="did you mean 'softmax_threshold'"):
         Aligner.from_pretrained(tiny_model, softmax_treshold=0.1)

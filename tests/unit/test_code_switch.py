@@ -4,6 +4,7 @@ the SCS replacement against a per-position loop."""
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +109,55 @@ def test_vocabulary_defaults_are_the_papers(setup, name):
         OBJECTIVES.get(name)(ctx, threshold=20)
 
 
+def test_csls_neighbourhood_defaults_to_the_batch(setup):
+    texts, tok, model, ctx = setup
+    scs = OBJECTIVES.get("scs_mlm")(ctx)
+    assert scs.csls_neighbourhood == "batch" and "r_terms" not in dict(scs.named_buffers())
+    cached = OBJECTIVES.get("scs_mlm")(ctx, csls_neighbourhood="vocabulary")
+    assert "r_terms" in dict(cached.named_buffers())
+    with pytest.raises(CrossalignError, match=r"scs_mlm: csls_neighbourhood 'vocab' is unknown"):
+        OBJECTIVES.get("scs_mlm")(ctx, csls_neighbourhood="vocab")
+    with pytest.raises(CrossalignError, match=r"refresh_every=5: with csls_neighbourhood: batch"):
+        OBJECTIVES.get("scs_mlm")(ctx, refresh_every=5)
+    OBJECTIVES.get("scs_mlm")(ctx, refresh_every=5, csls_neighbourhood="vocabulary")
+
+
+def naive_counts(tok, lines: list[str]) -> np.ndarray:
+    """Token counts of ``lines``, one token at a time."""
+    counts = np.zeros(len(tok), dtype=np.int64)
+    for line in lines:
+        for t in tok(line, add_special_tokens=False)["input_ids"]:
+            counts[t] += 1
+    return counts
+
+
+@pytest.mark.parametrize("name", ["tcs_mlm", "scs_mlm"])
+def test_vocabularies_are_counted_over_the_whole_text(setup, name):
+    """By default every sentence counts; ``max_sentences: N`` counts the first N only."""
+    texts, tok, model, ctx = setup
+    data = TrainingData.from_texts(tok, texts, ctx.max_length)
+    cap = 5
+    options = {"threshold": 1, "other_max": 0}
+    whole = OBJECTIVES.get(name)(ctx, **options)
+    capped = OBJECTIVES.get(name)(ctx, max_sentences=cap, **options)
+    assert whole.max_sentences is None
+    for objective in (whole, capped):
+        objective.start(model, data)
+        lines = {lang: text[: objective.max_sentences] for lang, text in texts.items()}
+        want = {lang: naive_counts(tok, text) for lang, text in lines.items()}
+        for lang in texts:
+            np.testing.assert_array_equal(objective.counts[lang], want[lang])
+        for a, b, la, lb in ((0, 1, "en", "es"), (1, 0, "es", "en")):
+            specific = [
+                t not in ctx.special_ids and want[la][t] > 1 and want[lb][t] <= 0
+                for t in range(len(tok))
+            ]
+            assert objective.specific[a, b].tolist() == specific
+    assert all(len(text) > cap for text in texts.values())
+    assert not np.array_equal(whole.counts["en"], capped.counts["en"])
+    assert not torch.equal(whole.specific, capped.specific)
+
+
 def test_switch_positions_rate_and_subset():
     g = torch.Generator().manual_seed(0)
     context = torch.rand(64, 64, generator=g) < 0.8
@@ -157,12 +207,22 @@ def test_tcs_loss_is_mlm_plus_code_switched_mlm(setup):
 
 
 def naive_semantic_switch(logits, emb, cands, r_c, top_k, csls_k, temperature):
-    """One position at a time, with plain Python where possible."""
-    out = []
+    """One position at a time, with plain Python where possible. ``r_c`` None: each
+    candidate's r_S is the mean cosine with its ``csls_k`` nearest x̂ of the batch (all rows)."""
+    xs = []
     for row in logits:
         p = row.softmax(-1)
         top = p.argsort(descending=True)[:top_k]
-        x = sum(p[t] / p[top].sum() * emb[t] for t in top)
+        xs.append(sum(p[t] / p[top].sum() * emb[t] for t in top))
+    if r_c is None:
+        r_c = []
+        for c in cands:
+            sims = sorted(float(torch.cosine_similarity(x, emb[c], dim=0)) for x in xs)
+            near = sims[::-1][:csls_k]
+            r_c.append(sum(near) / len(near))
+        r_c = torch.tensor(r_c)
+    out = []
+    for x in xs:
         cos = torch.stack([torch.cosine_similarity(x, emb[c], dim=0) for c in cands])
         r_x = cos.sort(descending=True).values[:csls_k].mean()
         csls = 2 * cos - r_x - r_c
@@ -196,9 +256,48 @@ def test_soft_translations_equal_loop():
     assert torch.allclose(y, rows, atol=1e-6)  # batched == per position
 
 
-def test_scs_forward_shapes_masking_and_replacement(setup):
+@pytest.mark.parametrize("csls_k", [1, 3, 7, 10])  # 7 = the batch, 10 above it (capped)
+def test_batch_csls_equals_loop(csls_k):
+    g = torch.Generator().manual_seed(6)
+    emb = torch.randn(50, 8, generator=g)
+    logits = torch.randn(7, 50, generator=g)
+    cands = torch.arange(20, 40)
+    y = semantic_switch(logits, emb, cands, None, 4, csls_k, 0.5)
+    naive = naive_semantic_switch(logits, emb, cands, None, 4, csls_k, 0.5)
+    assert torch.allclose(y, naive, atol=1e-5)
+    # r_S is the batch's: a position's candidates change with the rest of its batch
+    alone = semantic_switch(logits[:1], emb, cands, None, 4, csls_k, 0.5)
+    assert not torch.allclose(y[:1], alone, atol=1e-3)
+
+
+def test_batch_csls_by_hand():
+    """2-d embeddings: tokens 0, 1 at (1, 0), tokens 2, 3 at (0.6, 0.8); candidates 4 at
+    (1, 0) and 5 at (0, 1). Two positions predict tokens {0, 1} (x̂ = (1, 0)), one {2, 3}
+    (x̂ = (0.6, 0.8)); K = 1, top_k = 2."""
+    emb = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8], [0.6, 0.8], [1.0, 0.0], [0.0, 1.0]])
+    logits = torch.tensor([[5.0, 5, 0, 0, -9, -9], [5.0, 5, 0, 0, -9, -9], [0, 0, 5.0, 5, -9, -9]])
+    cands = torch.tensor([4, 5])
+    # cos rows (1, 0), (1, 0), (0.6, 0.8); r_T = 1, 1, 0.8; batch r_S = max per column = 1, 0.8
+    # CSLS of the third position: candidate 4: 1.2 - 0.8 - 1 = -0.6; candidate 5: 1.6 - 1.6 = 0
+    weights, chosen = soft_translations(logits, emb, cands, None, top_k=2, csls_k=1)
+    assert chosen[2].tolist() == [5, 4]
+    e = math.exp(-0.6)
+    assert torch.allclose(weights[2], torch.tensor([1 / (1 + e), e / (1 + e)]))
+    # first positions: candidate 4: 2 - 1 - 1 = 0; candidate 5: 0 - 1 - 0.8 = -1.8
+    e = math.exp(-1.8)
+    assert chosen[0].tolist() == [4, 5]
+    assert torch.allclose(weights[0], torch.tensor([1 / (1 + e), e / (1 + e)]))
+    # the third position alone: r_S = 0.6, 0.8, so candidate 4 scores 1.2 - 0.8 - 0.6 = -0.2
+    weights, chosen = soft_translations(logits[2:], emb, cands, None, top_k=2, csls_k=1)
+    e = math.exp(-0.2)
+    assert chosen[0].tolist() == [5, 4]
+    assert torch.allclose(weights[0], torch.tensor([1 / (1 + e), e / (1 + e)]))
+
+
+@pytest.mark.parametrize("neighbourhood", ["batch", "vocabulary"])
+def test_scs_forward_shapes_masking_and_replacement(setup, neighbourhood):
     texts, tok, model, ctx = setup
-    scs = make("scs_mlm", setup, top_k=3).eval()
+    scs = make("scs_mlm", setup, top_k=3, csls_neighbourhood=neighbourhood).eval()
     batch = scs.collate(RawBatch("en", blocks=blocks(tok, texts["en"])), torch.Generator())
     switch, selected = batch["switch"], batch["labels"] != IGNORE_INDEX
     assert switch.any() and not (switch & selected).any()
@@ -222,7 +321,7 @@ def test_scs_forward_shapes_masking_and_replacement(setup):
             model.cls(hidden[switch]),
             model.get_input_embeddings().weight,
             cands,
-            scs.r_terms[0, 1, cands],
+            scs.r_terms[0, 1, cands] if neighbourhood == "vocabulary" else None,
             3,
             10,
             1.0,
@@ -254,9 +353,7 @@ def test_scs_code_switched_loss_reaches_the_chosen_candidates(setup):
             input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
         ).last_hidden_state
         cands = scs.specific[1, 0].nonzero().squeeze(1)
-        _, chosen = soft_translations(
-            untied.cls(hidden[batch["switch"]]), weight, cands, scs.r_terms[0, 1, cands], 3
-        )
+        _, chosen = soft_translations(untied.cls(hidden[batch["switch"]]), weight, cands, None, 3)
     outside = chosen[~torch.isin(chosen, batch["input_ids"])].unique()
     assert len(outside) > 0 and (weight.grad[outside].abs().sum(1) > 0).all()
 

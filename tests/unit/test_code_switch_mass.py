@@ -63,6 +63,9 @@ def test_registered_with_mass_and_switchings_options(setup):
     assert tcs.span_ratio == 0.4 and tcs.layer == 1 and tcs.seq2seq and tcs.data == "sentences"
     scs = make("scs_mass", setup, top_k=3)
     assert scs.top_k == 3 and scs.switch_prob == 0.5
+    # the same defaults as scs_mlm: r_S against the batch, counts over the whole text
+    assert scs.csls_neighbourhood == "batch" and scs.max_sentences is None
+    assert tcs.max_sentences is None
 
 
 @pytest.mark.parametrize("name", ["tcs_mass", "scs_mass"])
@@ -137,7 +140,7 @@ def test_scs_mass_second_pass_equals_hand_built_embeddings(setup):
             model.get_decoder().cls(states[switch]),
             model.get_encoder().get_input_embeddings().weight,
             cands,
-            scs.r_terms[0, 1, cands],
+            None,  # the default: r_S against this batch
             3,
         )
     outside = chosen[~torch.isin(chosen, batch["input_ids"])].unique()
@@ -151,7 +154,7 @@ def test_scs_mass_second_pass_equals_hand_built_embeddings(setup):
             model.get_decoder().cls(states[switch]),
             emb.weight,
             cands,
-            scs.r_terms[0, 1, cands],
+            None,
             3,
             10,
             1.0,
@@ -199,7 +202,7 @@ def test_refresh_reads_the_encoder(setup):
     src, tgt = specific[0, 1].nonzero().squeeze(1), specific[1, 0].nonzero().squeeze(1)
     expected = induce(vectors[0], vectors[1], src, tgt, 10).table(len(tok))
     assert (expected >= 0).any() and torch.equal(tcs.translations[0, 1], expected)
-    scs = make("scs_mass", setup)
+    scs = make("scs_mass", setup, csls_neighbourhood="vocabulary")
     before = scs.r_terms.clone()
     emb = model.get_encoder().get_input_embeddings().weight
     saved = emb.detach().clone()
@@ -213,12 +216,18 @@ def test_refresh_reads_the_encoder(setup):
             emb.copy_(saved)
 
 
-@pytest.mark.parametrize("name", ["tcs_mass", "scs_mass"])
-def test_refresh_forward_and_loss_stay_on_the_model_device(setup, name):
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("tcs_mass", {"layer": 1, "refresh_every": 1}),
+        ("scs_mass", {}),
+        ("scs_mass", {"csls_neighbourhood": "vocabulary", "refresh_every": 1}),
+    ],
+)
+def test_refresh_forward_and_loss_stay_on_the_model_device(setup, name, options):
     """Buffers and model on the accelerator, collation on the host (as in training)."""
     _, _, model, _ = setup
-    options = {"layer": 1} if name == "tcs_mass" else {}
-    objective = make(name, setup, refresh_every=1, **options)
+    objective = make(name, setup, **options)
     with FakeAccelerator(model, objective):
         objective.step_begins(model, 1)
         batch = en_batch(setup, objective)

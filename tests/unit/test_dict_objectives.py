@@ -57,6 +57,7 @@ def _blocks(n=400, length=32, seed=0):
 
 
 def test_dict_mask_never_shows_the_label_when_nothing_is_kept():
+    # exclude_label (random_replacement: language): a random replacement is never the label
     ids = _blocks()
     offsets, targets = translation_table(torch.arange(5, 20), torch.arange(20, 35), 50)
     maskable = ids > 4
@@ -64,7 +65,7 @@ def test_dict_mask_never_shows_the_label_when_nothing_is_kept():
         inputs, labels = dict_mask(
             ids, maskable, MASK, offsets, targets, torch.arange(5, 40),
             torch.Generator().manual_seed(1), mask_prob=0.3, replace_probs=(0.8, 0.2),
-            no_translation=no_translation,
+            no_translation=no_translation, exclude_label=True,
         )  # fmt: skip
         selected = labels != IGNORE_INDEX
         assert selected.any()
@@ -95,11 +96,11 @@ def test_dict_mask_translates_half_of_the_selected_entries(no_translation):
     share = translated.sum().item() / with_entry.sum().item()
     assert abs(share - 0.5) < 0.03
     assert abs(selected.float().mean().item() - 0.15 * 30 / 32) < 0.01
-    # untranslated tokens with an entry follow 80/10/10 (no random draw equals the label)
+    # untranslated tokens with an entry follow 80/10/10 (a random draw is the label 1 in 35)
     rest = with_entry & ~translated
     masked = (inputs[rest] == MASK).float().mean().item()
     kept = (inputs[rest] == ids[rest]).float().mean().item()
-    assert abs(masked - 0.8) < 0.03 and abs(kept - 0.1) < 0.03
+    assert abs(masked - 0.8) < 0.03 and abs(kept - 0.1 - 0.1 / 35) < 0.03
     # tokens without an entry are never translated; "keep" leaves the dictionary branch's half
     # unchanged (0.5 + 0.5 · 0.1 kept, 0.5 · 0.8 masked), "bert" gives them all 80/10/10
     no_entry = selected & (ids >= 35)
@@ -113,8 +114,9 @@ def test_dict_mask_translates_half_of_the_selected_entries(no_translation):
 
 def _paper_dict_mlm(tokens, translations, random_ids, rng, mask_prob, translate_prob):
     """ALIGN-MLM App. G.4, token by token: select 15% of the tokens; with 50% probability a
-    selected token gets the standard 80/10/10, otherwise it is switched to its translation if
-    it has one, else left unchanged. Returns (inputs, labels)."""
+    selected token gets the standard 80/10/10 (a random token: any of ``random_ids``, the
+    vocabulary, as ``torch.randint(len(tokenizer))``), otherwise it is switched to its
+    translation if it has one, else left unchanged. Returns (inputs, labels)."""
     inputs, labels = [], []
     for t in tokens:
         if rng.random() >= mask_prob:
@@ -129,7 +131,7 @@ def _paper_dict_mlm(tokens, translations, random_ids, rng, mask_prob, translate_
             if u < 0.8:
                 inputs.append(MASK)
             elif u < 0.9:
-                inputs.append(rng.choice([r for r in random_ids if r != t]))
+                inputs.append(rng.choice(random_ids))
             else:
                 inputs.append(t)
     return inputs, labels
@@ -233,6 +235,7 @@ def test_dict_mlm_collate_uses_the_dictionary_and_the_block_language(derived_fil
     obj = OBJECTIVES.get("dict_mlm")(
         _context(twin), dictionary=str(out / "dictionary/train.txt"),
         vocab=str(out / "vocab.json"), mask_prob=0.5, replace_probs=(0.0, 1.0),
+        random_replacement="language",
     )  # fmt: skip
     english = [t for t in range(5, v)]
     blocks = np.array([english[:30]] * 50, dtype=np.int32)
@@ -256,6 +259,78 @@ def test_dict_mlm_collate_uses_the_dictionary_and_the_block_language(derived_fil
     replaced = batch["input_ids"][sel]
     translated = replaced == batch["labels"][sel] - v
     assert (replaced[~translated] >= v).all()
+
+
+def _random_draws(obj, blocks, language, rows=400):
+    """(labels, inputs) at the selected positions of ``rows`` collations of ``blocks``."""
+    g = torch.Generator().manual_seed(0)
+    labels, inputs = [], []
+    for _ in range(rows):
+        batch = obj.collate(RawBatch(language, blocks=blocks), g)
+        selected = batch["labels"] != IGNORE_INDEX
+        labels.append(batch["labels"][selected])
+        inputs.append(batch["input_ids"][selected])
+    return torch.cat(labels), torch.cat(inputs)
+
+
+def test_dict_mlm_random_replacements_cover_the_whole_vocabulary(derived_files):
+    # every selected token goes to 80/10/10 and is replaced at random: the paper's mBERT
+    # masking draws any id of the vocabulary, specials, the other language and the label too
+    twin, out = derived_files
+    size, v = len(twin), len(twin) // 2
+    obj = OBJECTIVES.get("dict_mlm")(
+        _context(twin), dictionary=str(out / "dictionary/train.txt"), mask_prob=1.0,
+        translate_prob=0.0, replace_probs=(0.0, 1.0),
+    )  # fmt: skip
+    assert obj.random_replacement == "vocabulary"
+    blocks = np.array([list(range(5, 35))] * 8, dtype=np.int32)  # English ids only
+    labels, draws = _random_draws(obj, blocks, "en")
+    counts = torch.bincount(draws, minlength=size)
+    assert draws.numel() == 400 * 8 * 30 and counts.numel() == size
+    assert (counts > 0).all()  # every id, specials (0-4) and twins (>= v) included
+    assert counts[: len(twin.all_special_ids)].sum() > 0 and counts[v:].sum() > 0
+    assert (draws == labels).any()
+    # uniform: each of the V ids about N / V times (N / V = 96000 / V, a few hundred here)
+    expected = draws.numel() / size
+    assert ((counts - expected).abs() < 5 * expected**0.5).all()
+
+
+def test_dict_mlm_random_replacement_language_keeps_the_earlier_rule(derived_files):
+    from crossalign.data.derive import read_vocab
+
+    twin, out = derived_files
+    v = len(twin) // 2
+    vocab = read_vocab(out / "vocab.json", twin)
+    obj = OBJECTIVES.get("dict_mlm")(
+        _context(twin), dictionary=str(out / "dictionary/train.txt"), mask_prob=1.0,
+        translate_prob=0.0, replace_probs=(0.0, 1.0), vocab=str(out / "vocab.json"),
+        random_replacement="language",
+    )  # fmt: skip
+    for language, shift in (("en", 0), ("en-XD", v)):
+        blocks = np.array([list(range(5 + shift, 35 + shift))] * 8, dtype=np.int32)
+        labels, draws = _random_draws(obj, blocks, language, rows=100)
+        assert not (draws == labels).any()  # never the label
+        assert set(draws.tolist()) == set(vocab[language])  # exactly the block's language
+    # without vocab: every non-special id, never the label
+    obj = OBJECTIVES.get("dict_mlm")(
+        _context(twin), dictionary=str(out / "dictionary/train.txt"), mask_prob=1.0,
+        translate_prob=0.0, replace_probs=(0.0, 1.0), random_replacement="language",
+    )  # fmt: skip
+    labels, draws = _random_draws(obj, np.array([list(range(5, 35))] * 8, dtype=np.int32), "en")
+    assert not (draws == labels).any()
+    assert set(draws.tolist()) == set(range(len(twin))) - set(twin.all_special_ids)
+
+
+def test_dict_mlm_random_replacement_options_are_checked(derived_files):
+    twin, out = derived_files
+    dictionary = str(out / "dictionary/train.txt")
+    with pytest.raises(CrossalignError, match="vocab is read only with random_replacement"):
+        OBJECTIVES.get("dict_mlm")(_context(twin), dictionary=dictionary,
+                                   vocab=str(out / "vocab.json"))  # fmt: skip
+    with pytest.raises(CrossalignError, match="random_replacement 'langauge' is unknown"):
+        OBJECTIVES.get("dict_mlm")(
+            _context(twin), dictionary=dictionary, random_replacement="langauge"
+        )
 
 
 def test_dict_mlm_needs_a_dictionary(derived_files):

@@ -1,13 +1,15 @@
 """ArgMax and IterMax against SimAlign's own functions; XLM-Align's alignment filtering
-(Eq. 7-9) and the union ablation against literal loops; OT extraction on hand-made cases."""
+read literally (Eq. 7-9, ``eq9-literal``) and the union ablation against literal loops; OT
+extraction on hand-made cases. The released aligner's extraction is checked against its
+transcription in ``test_xlm_align_released.py``."""
 
 import numpy as np
 import pytest
 import torch
 
 from crossalign.align.extract import (
-    alignment_filter_links,
     argmax_links,
+    eq9_literal_links,
     itermax_links,
     subword_links,
     union_links,
@@ -81,7 +83,7 @@ def test_ot_recovers_a_permutation_and_ignores_padding():
     src[1, :4], tgt[1, :4] = states[:4], states[:4]
     src_mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2]).bool()
     tgt_mask = torch.tensor([[1] * 6 + [0], [1] * 4 + [0] * 3]).bool()
-    options = {"ot": {"filter_iters": 1}, "itermax": {}, "argmax": {}}
+    options = {"ot": {}, "itermax": {}, "argmax": {}}
     for method, extra in options.items():
         links = subword_links(src, tgt, src_mask, tgt_mask, method, **extra)
         expected0 = torch.zeros(6, 7, dtype=torch.bool)
@@ -89,8 +91,8 @@ def test_ot_recovers_a_permutation_and_ignores_padding():
         assert torch.equal(links[0], expected0), method
         assert torch.equal(links[1, :4, :4], torch.eye(4, dtype=torch.bool)), method
         assert links[1].sum() == 4
-    # Eq. 9 always adds the largest unlinked score of a round: a superset of the permutation
-    links = subword_links(src, tgt, src_mask, tgt_mask, "ot")
+    # Eq. 8-9 read literally add the largest unlinked score of a round: a superset
+    links = subword_links(src, tgt, src_mask, tgt_mask, "ot", ot_filter="eq9-literal")
     assert links[0, perm, torch.arange(6)].all() and links[0].sum() > 6
     assert not links[0, :, 6].any() and not links[1, 4:].any() and not links[1, :, 4:].any()
 
@@ -116,10 +118,10 @@ def eq7(a: np.ndarray, allowed: np.ndarray) -> set[tuple[int, int]]:
     return out
 
 
-def eq8_9(t: np.ndarray, rounds: int, alpha: float) -> set[tuple[int, int]]:
+def eq7_9(t: np.ndarray, rounds: int, alpha: float) -> set[tuple[int, int]]:
     """XLM-Align Eq. 7-9 transcribed: A* = T; links = Eq. 7; then per round A*_ij <- α A*_ij
-    when row i or column j holds a link, and the mutual argmaxes of A* among unlinked pairs are
-    added."""
+    when row i or column j holds a link (Eq. 9), and the mutual argmaxes of A* among unlinked
+    pairs are added (Eq. 8)."""
     a = t.astype(float).copy()
     links = eq7(a, np.ones_like(a, dtype=bool))
     for _ in range(rounds - 1):
@@ -136,12 +138,12 @@ def eq8_9(t: np.ndarray, rounds: int, alpha: float) -> set[tuple[int, int]]:
     return links
 
 
-def test_alignment_filter_issue_example():
+def test_eq9_literal_issue_example():
     a = torch.tensor([[[0.9, 0.5, 0.1], [0.5, 0.8, 0.1], [0.1, 0.1, 0.05]]])
     mask = torch.ones(1, 3, dtype=torch.bool)
-    links = alignment_filter_links(a, mask, mask, rounds=2, alpha=0.9)
+    links = eq9_literal_links(a, mask, mask, rounds=2, alpha=0.9)
     assert set(map(tuple, links[0].nonzero().tolist())) == {(0, 0), (0, 1), (1, 0), (1, 1)}
-    assert eq8_9(a[0].numpy(), 2, 0.9) == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    assert eq7_9(a[0].numpy(), 2, 0.9) == {(0, 0), (0, 1), (1, 0), (1, 1)}
     # IterMax (weight 0 when both ends are aligned, a free end required) links row 2 and
     # column 2 instead
     itermax = set(map(tuple, itermax_links(a, mask, mask, 2, 0.9)[0].nonzero().tolist()))
@@ -150,15 +152,15 @@ def test_alignment_filter_issue_example():
 
 @pytest.mark.parametrize("rounds", [1, 2, 3])
 @pytest.mark.parametrize("ties", [False, True])
-def test_alignment_filter_equals_literal_eq8_9(ties, rounds):
+def test_eq9_literal_equals_a_transcription_of_eq7_9(ties, rounds):
     rng = np.random.default_rng(100 + 10 * rounds + int(ties))
     for _ in range(40):
         mats, scores, src_mask, tgt_mask = random_batch(rng, ties)
-        links = alignment_filter_links(scores, src_mask, tgt_mask, rounds, 0.9)
+        links = eq9_literal_links(scores, src_mask, tgt_mask, rounds, 0.9)
         for b, x in enumerate(mats):
             m, n = x.shape
             got = set(map(tuple, links[b, :m, :n].nonzero().tolist()))
-            assert got == eq8_9(x, rounds, 0.9)
+            assert got == eq7_9(x, rounds, 0.9)
             assert links[b].sum() == len(got)  # nothing in the padding
 
 
@@ -173,12 +175,14 @@ def test_union_equals_both_directions_by_loops():
         assert set(map(tuple, links[b].nonzero().tolist())) == expected
 
 
-def test_ot_filters_differ_on_a_plan():
+def test_ot_filters_contain_the_mutual_argmaxes_and_differ():
     gen = torch.Generator().manual_seed(3)
     src, tgt = torch.randn(1, 6, 8, generator=gen), torch.randn(1, 7, 8, generator=gen)
     sm, tm = torch.ones(1, 6, dtype=torch.bool), torch.ones(1, 7, dtype=torch.bool)
-    found = {f: subword_links(src, tgt, sm, tm, "ot", ot_filter=f) for f in ("iterative", "union")}
-    base = subword_links(src, tgt, sm, tm, "ot", filter_iters=1)
+    filters = ("eq9-literal", "itermax", "union")
+    found = {f: subword_links(src, tgt, sm, tm, "ot", ot_filter=f) for f in filters}
+    base = subword_links(src, tgt, sm, tm, "ot", ot_filter="eq9-literal", filter_iters=1)
     for links in found.values():
-        assert bool((links | base).eq(links).all())  # both contain the mutual argmaxes
+        assert bool((links | base).eq(links).all())  # all contain the plan's mutual argmaxes
     assert found["union"].any(2).all() and found["union"].any(1).all()  # every token linked
+    assert not torch.equal(found["eq9-literal"], found["itermax"])

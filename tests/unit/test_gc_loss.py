@@ -227,3 +227,58 @@ def test_mass_gc_adds_the_naive_gc_of_the_encoder_states(tmp_path):
     cfg.train.warmup_steps = 0
     with pytest.raises(CrossalignError, match="objective mass_gc with train.warmup_steps=0"):
         objective.check_config(cfg)
+
+
+def _mass_gc_pairs(objective, hidden, inputs, encoder_labels, attention_mask):
+    """{(row, centre, neighbour): log X} of the slots ``mass_gc`` counts in a batch."""
+    terms = objective.gc_terms_of(None, hidden, inputs, encoder_labels, attention_mask)
+    b, t = (encoder_labels != IGNORE_INDEX).nonzero(as_tuple=True)
+    w = objective.window
+    offsets = [*range(-w, 0), *range(1, w + 1)]
+    return {
+        (int(b[i]), int(t[i]), int(t[i]) + offsets[j]): float(terms.log_x[i, j])
+        for i, j in zip(*(terms.weight > 0).nonzero(as_tuple=True))
+    }, terms
+
+
+@pytest.mark.parametrize("masked_neighbours", [True, False])
+def test_mass_gc_pairs_of_a_hand_built_span(tmp_path, masked_neighbours):
+    # X[a, b] = 2^a + 2^b for every pair of ids 5..13: its value names the pair of ids looked up
+    x = {(a, b): float(2**a + 2**b) for a in range(5, 14) for b in range(5, 14)}
+    save_matrix(tmp_path / "m", x, 20, window=2)
+    objective = OBJECTIVES.get("mass_gc")(
+        context(), cooc=str(tmp_path / "m"), window=2, masked_neighbours=masked_neighbours
+    )
+    # row 0: <s> 5 6 7 8 9 </s>, span 6 7 8 at 2..4 read as <mask>, 11 (random), <mask>
+    # row 1: <s> 10 12 13 </s> <pad> <pad>, span 13 </s> at 3..4, both <mask>
+    inputs = torch.tensor([[CLS, 5, MASK, 11, MASK, 9, SEP], [CLS, 10, 12, MASK, MASK, PAD, PAD]])
+    no = IGNORE_INDEX
+    encoder_labels = torch.tensor([[no, no, 6, 7, 8, no, no], [no, no, no, 13, SEP, no, no]])
+    attention_mask = (inputs != PAD).long()
+    hidden = torch.randn(2, 7, 8, generator=torch.Generator().manual_seed(0))
+    pairs, terms = _mass_gc_pairs(objective, hidden, inputs, encoder_labels, attention_mask)
+    # (row, centre, neighbour, original id at centre, original id at neighbour), by hand
+    always = [
+        (0, 2, 1, 6, 5), (0, 2, 3, 6, 7),  # 3 reads 11 but is 7
+        (0, 3, 1, 7, 5), (0, 3, 5, 7, 9),
+        (0, 4, 3, 8, 7), (0, 4, 5, 8, 9),
+        (1, 3, 1, 13, 10), (1, 3, 2, 13, 12),
+    ]  # fmt: skip
+    masked = [(0, 2, 4, 6, 8), (0, 3, 2, 7, 6), (0, 3, 4, 7, 8), (0, 4, 2, 8, 6)]
+    expected = always + masked if masked_neighbours else always
+    assert pairs == pytest.approx({(b, t, k): math.log(2**u + 2**v) for b, t, k, u, v in expected})
+    assert terms.centres == 5  # the span's </s> is a centre without neighbours
+    if masked_neighbours:  # a masked neighbour's g_k is its own encoder state
+        i, j = 0, 3  # centre (0, 2), offset +2: neighbour 4
+        assert terms.score[i, j].item() == pytest.approx(
+            float(hidden[0, 2] @ hidden[0, 4]) / math.sqrt(8), rel=1e-6
+        )
+
+
+def test_mass_gc_counts_masked_neighbours_by_default_mlm_gc_does_not(tmp_path):
+    save_matrix(tmp_path / "m", {(5, 6): 2.0, (6, 5): 2.0}, 20, window=2)
+    cooc = str(tmp_path / "m")
+    assert OBJECTIVES.get("mass_gc")(context(), cooc=cooc).masked_neighbours is True
+    assert OBJECTIVES.get("mlm_gc")(context(), cooc=cooc).masked_neighbours is False
+    off = OBJECTIVES.get("mass_gc")(context(), cooc=cooc, masked_neighbours=False)
+    assert off.masked_neighbours is False

@@ -4,10 +4,10 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
 
 from crossalign.data.masking import IGNORE_INDEX
+from crossalign.data.pair_layout import truncate_pair
 from crossalign.models.load import position_offset
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import add_masked_index
-from crossalign.objectives.tlm import truncate_pair
 
 
 def context(offset=0, languages=("en", "es")):

@@ -133,6 +133,44 @@ def test_cli_matches_awesome_align_scorer(tmp_path, capsys, seed, base):
     assert json.loads(out.read_text())["pred.txt"] == pytest.approx(want)
 
 
+@pytest.mark.parametrize("base", [0, 1])
+def test_out_of_range_link_scored_as_awesome_align_scores_it(tmp_path, capsys, base):
+    """Five 3 + 3 word sentences, every pair a gold link (45), and one more link past the end of
+    sentence 2 (1 of 46, under 5%): kept as a gold link, as awesome-align's aer.py keeps it."""
+    folder = tmp_path / "de-en"
+    folder.mkdir()
+    write(folder / "test.de", "a b c\n" * 5)
+    write(folder / "test.en", "x y z\n" * 5)
+    pairs = [(i, j) for i in range(3) for j in range(3)]
+    lines = [" ".join(f"{i + base}{'-' if i == j else 'p'}{j + base}" for i, j in pairs)] * 5
+    lines[1] += f" {3 + base}-{base}"  # source word 4 of 3
+    gold_path = write(folder / "de-en.gold", "\n".join(lines) + "\n")
+    pred_text = "0-0 1-1 2-2\n0-0 1-2\n2-2\n0-0\n1-1 2-1\n"
+    pred = write(tmp_path / "pred.txt", pred_text)
+    out = tmp_path / "scores.json"
+    argv = ["--pred", str(pred), "--gold", str(gold_path), "--gold-base", str(base)]
+    assert main(["eval", "aer", *argv, "--json", str(out)]) == 0
+    err = capsys.readouterr().err
+    first = f"first {gold_path}:2: link {3 + base}-{base} is out of range: sentence 2"
+    assert "warning: 1 gold link(s) point past the end" in err and first in err
+    want = awesome_align_metrics("\n".join(lines), pred_text, base == 1)
+    assert json.loads(out.read_text())["pred.txt"] == pytest.approx(want)
+    assert want["recall"] == pytest.approx(7 / 16)  # 15 sure links in range and the one past
+    assert main(["eval", "aer", *argv, "--strict"]) == 2
+    assert "--strict refuses every gold link" in capsys.readouterr().err
+
+
+def test_out_of_range_link_in_a_file_that_never_uses_index_0_is_refused(tmp_path):
+    """Read 0-based, a file without index 0 and with a link past the end is 1-based: refused
+    however few such links there are."""
+    text = "1-1 1-2 2-1 2-2\n" * 4 + "1-1 1-2 2-1 2-2 3-1\n"  # 1 of 21 links out of range
+    path = write(tmp_path / "g.gold", text)
+    with pytest.raises(CrossalignError, match=r"g.gold:5: link 3-1 .*pass --gold-base 1\)$"):
+        read_pharaoh_gold(path, [(3, 3)] * 5)
+    gold = read_pharaoh_gold(path, [(3, 3)] * 5, base=1)
+    assert gold.out_of_range == 0 and gold.sure[4] == {(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)}
+
+
 @pytest.mark.parametrize(
     ("text", "kwargs", "message"),
     [

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from crossalign.align.sinkhorn import sinkhorn_log
+from crossalign.align.sinkhorn import sinkhorn_log_plans, sinkhorn_scaling
+
+
+def sinkhorn_log(*args):
+    """The log plan π alone."""
+    return sinkhorn_log_plans(*args).plan
+
 
 ot = pytest.importorskip("ot")
 
@@ -143,3 +149,50 @@ def test_batched_with_padding_equals_per_pair():
         padding = ~(src_mask[b, :, None] & tgt_mask[b, None, :])
         assert torch.isneginf(batched[b][padding]).all()
     assert not batched.isnan().any()
+
+
+@pytest.mark.parametrize("order", ["rows-first", "columns-first"])
+@pytest.mark.parametrize("n_iter", [0, 1, 2, 5])
+def test_scaling_equals_the_log_domain_up_to_a_constant_plan_and_half(order, n_iter):
+    """The authors' arithmetic (unit marginals) and the log domain (uniform marginals) give
+    proportional plans π and proportional half-step plans ξ, batched with padding."""
+    rng = np.random.default_rng(n_iter)
+    kernel = torch.from_numpy(rng.uniform(1e-3, 1.0, size=(4, 6, 7)))
+    src_mask = torch.arange(6)[None] < torch.tensor([6, 3, 1, 2])[:, None]
+    tgt_mask = torch.arange(7)[None] < torch.tensor([7, 5, 2, 1])[:, None]
+    direct = sinkhorn_scaling(kernel, src_mask, tgt_mask, n_iter, order)
+    logs = sinkhorn_log_plans(kernel.log(), src_mask, tgt_mask, 1.0, n_iter, order)
+    for got, log_ref in zip(direct, logs):
+        for b in range(4):
+            m, n = int(src_mask[b].sum()), int(tgt_mask[b].sum())
+            ratio = got[b, :m, :n] / log_ref[b, :m, :n].exp()
+            torch.testing.assert_close(ratio, torch.full_like(ratio, float(ratio[0, 0])))
+            pad = ~(src_mask[b, :, None] & tgt_mask[b, None, :])
+            assert (got[b][pad] == 0).all()
+
+
+def test_half_is_the_plan_before_the_last_update():
+    """ξ of 2 columns-first iterations is π of 1.5 iterations: π₁ with its columns normalised."""
+    kernel = torch.tensor([[[0.10, 0.17, 0.19], [0.66, 0.01, 0.01], [0.49, 0.03, 0.11]]])
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    one = sinkhorn_scaling(kernel, mask, mask, 1).plan
+    two = sinkhorn_scaling(kernel, mask, mask, 2)
+    torch.testing.assert_close(two.half, one / one.sum(1, keepdim=True))
+    torch.testing.assert_close(two.plan, two.half / two.half.sum(2, keepdim=True))
+
+
+def test_transport_plans_floor_and_other_mu():
+    """Scores <= 0 become ε; μ = 1 is the authors' arithmetic, another μ the log domain on
+    ``log K`` (kernel ``K^(1/μ)``), both returned as plans (not logs)."""
+    from crossalign.align.sinkhorn import floored_scores, transport_plans
+
+    scores = torch.tensor([[[2.0, -1.0, 0.0], [0.5, 3.0, 1e-9]]], dtype=torch.float64)
+    floored = floored_scores(scores, 1e-6)
+    assert floored[0, 0, 1] == floored[0, 0, 2] == 1e-6 and floored[0, 1, 2] == 1e-9
+    sm, tm = torch.ones(1, 2, dtype=torch.bool), torch.ones(1, 3, dtype=torch.bool)
+    one = transport_plans(scores, sm, tm, 1.0, 2)
+    assert torch.equal(one.plan, sinkhorn_scaling(floored, sm, tm, 2).plan)
+    half = transport_plans(scores, sm, tm, 0.5, 3, "rows-first")
+    logs = sinkhorn_log_plans(floored.log(), sm, tm, 0.5, 3, "rows-first")
+    torch.testing.assert_close(half.plan, logs.plan.exp())
+    torch.testing.assert_close(half.half, logs.half.exp())

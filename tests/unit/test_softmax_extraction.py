@@ -14,7 +14,7 @@ from crossalign.align.extract import (
     subword_alignment,
     subword_links,
 )
-from crossalign.align.sinkhorn import sinkhorn_log
+from crossalign.align.sinkhorn import sinkhorn_log_plans
 from crossalign.align.words import pair_scores, word_max
 
 
@@ -130,7 +130,7 @@ def test_scores_of_each_method():
         assert torch.equal(found.links, subword_links(src, tgt, sm, tm, method))
     found = subword_alignment(src, tgt, sm, tm, "ot")
     f_sim = torch.bmm(src, tgt.transpose(1, 2)).clamp(min=1e-6).log()
-    torch.testing.assert_close(found.scores, sinkhorn_log(f_sim, sm, tm, 1.0, 2).exp())
+    torch.testing.assert_close(found.scores, sinkhorn_log_plans(f_sim, sm, tm, 1.0, 2).plan.exp())
     torch.testing.assert_close(found.probs, (p1 + p2) / 2)
 
 

@@ -307,6 +307,25 @@ def test_token_counts_equal_vocab_token_counts(files, tok, tmp_path):
                 np.testing.assert_array_equal(got, want, err_msg=f"{name} n={n} V={size}")
 
 
+def test_token_counts_cover_the_whole_store_in_chunks(files, tok, tmp_path):
+    """Without ``max_sentences`` every sentence of every piece counts, whatever the chunk."""
+    sources = all_sources(files)
+    store = build(sources, tok, tmp_path / "s", chunk_lines=2)
+    for name, spec in sources.mono.items():
+        lines = read_mono(spec)
+        text = store.mono[name]
+        assert len(text.pieces.names) > 1 and text.sentences == len(lines) > 3
+        naive = Counter(
+            t for line in lines for t in tok(line, add_special_tokens=False)["input_ids"]
+        )
+        want = np.array([naive[t] for t in range(len(tok))], dtype=np.int64)
+        for chunk in (1, 3, 1 << 24):
+            np.testing.assert_array_equal(text.token_counts(len(tok), chunk=chunk), want)
+            capped = text.token_counts(len(tok), 3, chunk=chunk)  # a cap below the text
+            np.testing.assert_array_equal(capped, token_counts(tok, lines[:3], len(tok)))
+        assert not np.array_equal(capped, want)
+
+
 def test_hf_dataset_equals_text_file(tmp_path, tok):
     pytest.importorskip("datasets")
     lines = MESSY.replace("\r\n", "\n").split("\n")
