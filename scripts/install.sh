@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install crossalign and its offline data on Debian/Ubuntu: the Debian data packages, a
 # virtual environment in .venv, PyTorch 2.13.0 when no torch is installed, the package with
-# its test extra and every optional feature (all: backbone, bible, derive, plots). Safe to
+# its test and docs extras and every optional feature (all: backbone, bible, derive, plots). Safe to
 # run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,5 +30,5 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 # A CPU build of torch 2.13.0 unless a torch is already there (e.g. a CUDA build).
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/pip install -q torch==2.13.0
-.venv/bin/pip install -q -e ".[test,all]"
+.venv/bin/pip install -q -e ".[test,docs,all]"
 echo "crossalign installed in .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

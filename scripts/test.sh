@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install everything, then run the linter and the test suite (slow tests excluded).
+# Install everything, then run the linter, the test suite (slow tests excluded) and the
+# documentation build (strict: a broken link or reference fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -7,3 +8,4 @@ export HF_HUB_OFFLINE=1
 .venv/bin/ruff check crossalign tests bench
 .venv/bin/ruff format --check crossalign tests bench
 .venv/bin/pytest -q "$@"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet

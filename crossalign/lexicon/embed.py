@@ -188,7 +188,7 @@ def word_forms(word: str) -> list[str]:
 
 
 def word_pieces(tokenizer: PreTrainedTokenizerBase, words: Sequence[str]) -> list[list[list[int]]]:
-    """Subword ids of every surface form of every word: [word][form][piece]. A lone leading
+    """Subword ids of every surface form of every word: ``[word][form][piece]``. A lone leading
     ``▁`` piece (XLM-R writes some words as ``▁`` + pieces) is dropped."""
     forms = [word_forms(w) for w in words]
     flat = [f for fs in forms for f in fs]
