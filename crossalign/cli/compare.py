@@ -6,13 +6,14 @@ import argparse
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from crossalign.compare import load_study, run_compare, select_runs
+    from crossalign.study.run import run_study
+    from crossalign.study.spec import load_study, select_runs
 
     overrides = list(args.overrides)
     if args.out:
         overrides.append(f"out={args.out}")
     study = select_runs(load_study(args.study, overrides), args.runs)
-    result = run_compare(study, report=not args.no_report, dry_run=args.dry_run, seeds=args.seeds)
+    result = run_study(study, report=not args.no_report, dry_run=args.dry_run, seeds=args.seeds)
     if args.dry_run:
         return 0
     print(f"{len(result.runs)} runs in {study.out}")

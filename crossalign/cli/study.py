@@ -1,4 +1,4 @@
-"""``crossalign study derived``: the controlled derived-language study (``crossalign.study``)."""
+"""``crossalign study derived``: the derived-language study (``crossalign.study.derived``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from crossalign.cli.generate import add_options, opt, options_from
 from crossalign.data.derive_settings import DeriveSettings
 from crossalign.evals.finetune_config import FinetuneConfig
-from crossalign.study import STUDY_OBJECTIVES, VARIANT_OBJECTIVES
+from crossalign.study.derived import STUDY_OBJECTIVES, VARIANT_OBJECTIVES
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -56,7 +56,7 @@ FINETUNE_FLAGS = ("epochs", "lr", "batch_size", "max_length", "max_train", "max_
 
 
 def _derived(args: argparse.Namespace) -> int:
-    from crossalign.study import format_results, run_study
+    from crossalign.study.derived import format_results, run_derived_study
 
     o = options_from(args, StudyOptions)
     budget = {
@@ -67,7 +67,7 @@ def _derived(args: argparse.Namespace) -> int:
         "max_length": o.train_max_length,
     }
     derive = DeriveSettings.from_args(args, "trans")  # each transform replaces it
-    results = run_study(
+    results = run_derived_study(
         o.out,
         o.objectives,
         derive,

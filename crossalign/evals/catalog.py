@@ -169,7 +169,7 @@ _register(
             "random": Metric("random |Δ log X|", "nats", None),
             "random_ci95": Metric("random 95% half-width", "nats", None),
         },
-        run="crossalign.cooc.compare:evaluate_compare",
+        run="crossalign.evals.cooc_phrases:evaluate_compare",
         model="none",
         version=2,
     )

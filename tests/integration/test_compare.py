@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from crossalign.cli import main
-from crossalign.compare import load_study, plan, select_runs, substitute
 from crossalign.errors import CrossalignError
+from crossalign.study.spec import load_study, plan, select_runs, substitute
 
 from .conftest import FIXTURES
 

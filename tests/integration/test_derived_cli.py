@@ -14,7 +14,7 @@ from crossalign.cli import main
 from crossalign.config import config_to_dict, load_config
 from crossalign.data.derive import DERIVED_LANG, unshift_text
 from crossalign.evals.transfer import TASKS, TokenTask
-from crossalign.study import STUDY_OBJECTIVES, study_config
+from crossalign.study.derived import STUDY_OBJECTIVES, study_config
 
 from .conftest import FIXTURES
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from torch import nn
 
-from crossalign.compare import load_study, plan, substitute
 from crossalign.config import config_from_data, config_to_dict, load_config
 from crossalign.errors import CrossalignError
 from crossalign.schedules import WeightSchedule, parse_weight
+from crossalign.study.spec import load_study, plan, substitute
 from crossalign.training import check_step_per_objective
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

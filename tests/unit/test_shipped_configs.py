@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from crossalign.compare import load_study
 from crossalign.config import load_config
+from crossalign.study.spec import load_study
 from crossalign.training import objective_classes, run_is_seq2seq
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

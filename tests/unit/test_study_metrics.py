@@ -13,7 +13,7 @@ from crossalign.errors import CrossalignError
 from crossalign.evals.finetune_config import FinetuneConfig
 from crossalign.evals.transfer import tagging_scores
 from crossalign.stats import spearman
-from crossalign.study import correlations, study_config, transform_dirs
+from crossalign.study.derived import correlations, study_config, transform_dirs
 
 
 def test_tagging_scores_by_hand():

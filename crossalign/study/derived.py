@@ -30,7 +30,7 @@ from crossalign.data.derive_settings import DeriveSettings, parse_transform
 from crossalign.errors import CrossalignError
 from crossalign.stats import spearman
 
-STUDY_FILE = Path(__file__).resolve().parents[1] / "configs" / "studies" / "derived.yaml"
+STUDY_FILE = Path(__file__).resolve().parents[2] / "configs" / "studies" / "derived.yaml"
 """The study file this module runs (in the source tree)."""
 STUDY_OBJECTIVES = ("mlm", "xlm", "dict_mlm", "align_mlm")
 VARIANT_OBJECTIVES = ("mlm_lang",)
@@ -41,7 +41,7 @@ def load_derived_study(objectives: Sequence[str] = STUDY_OBJECTIVES, overrides: 
     """The derived study (``configs/studies/derived.yaml``, with ``overrides`` to it) keeping
     only the runs of ``objectives``, in that order; an unknown objective is an error naming
     the known ones."""
-    from crossalign.compare import load_study, select_runs
+    from crossalign.study.spec import load_study, select_runs
 
     if not STUDY_FILE.is_file():
         raise CrossalignError(
@@ -92,9 +92,9 @@ def study_config(
 ) -> dict[str, Any]:
     """The run config (plain data, as in ``configs/derived/*.yaml``) the study file gives
     objective ``name`` on the derived corpus ``derived``; ``budget``: ``study_vars`` keywords."""
-    from crossalign.compare import substitute
     from crossalign.config import RunConfig
     from crossalign.schema import apply_override
+    from crossalign.study.spec import substitute
 
     study = load_derived_study([name])
     (run,) = study.runs
@@ -199,7 +199,7 @@ def transform_dirs(transforms: Sequence[str]) -> list[str]:
     return [spec.strip() for spec in transforms]
 
 
-def run_study(
+def run_derived_study(
     out: str | Path,
     objectives: Sequence[str],
     derive: DeriveSettings,
@@ -218,8 +218,8 @@ def run_study(
     ``results.json``/``results.md`` (the study's table and Spearman's ρ of alignment with Δ
     over every objective × transform point) and the report under ``out/report``. Finished
     corpora, runs and evaluations with the same settings are reused."""
-    from crossalign.compare import run_compare
     from crossalign.fileio import write_json_atomic, write_text_atomic
+    from crossalign.study.run import run_study
 
     dirs = transform_dirs(transforms)
     study = load_derived_study(objectives)
@@ -233,7 +233,7 @@ def run_study(
     for spec in study.evaluations:
         if spec.eval == "transfer":
             spec.options = {**spec.options, **asdict(finetune), "task": task, "download": download}
-    result = run_compare(study)
+    result = run_study(study)
     rows = []
     for run in result.runs:
         metrics = {r.label or r.eval: r.metrics for r in result.records[run.run_dir]}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from crossalign.cooc.compare import binned_statistics, compare_metrics
+from crossalign.evals.cooc_phrases import binned_statistics, compare_metrics
 
 
 def test_bins_carry_student_t_intervals_from_scipy():

@@ -1,0 +1,118 @@
+"""What a study still has to do: the state of each run (done, measured, resume, train), the
+runs that must be trained again because a model they start from will be, and the dry run's
+lines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from crossalign.study.spec import PlannedRun
+from crossalign.study.steps import PreparedStep, is_made
+
+if TYPE_CHECKING:
+    from crossalign.config import RunConfig
+    from crossalign.evals.registry import Evaluation
+
+
+def derived_is_written(out: Path, settings: Any) -> bool:
+    """Whether ``out`` holds the derived corpus ``settings`` describes (its card's
+    ``command`` is the same)."""
+    from crossalign.data.corpus import load_card
+
+    command = settings.command_line(str(out))
+    return (out / "card.json").is_file() and load_card(out).get("command") == command
+
+
+def run_state(cfg: RunConfig, evals: Sequence[tuple[Evaluation, Any, str | None]] = ()) -> str:
+    """What ``ensure_trained`` does with ``cfg``: ``done`` (its run directory holds a finished
+    run of the same resolved config), ``measured`` (the same config, its model gone, but
+    ``results.jsonl`` holds a record of every one of ``evals``: a study's records kept or moved
+    without its models), ``resume`` (checkpoints of that config) or ``train``."""
+    from crossalign.checkpoint import CONFIG, list_checkpoints
+    from crossalign.evals.results import find_record, read_results
+    from crossalign.objective_options import normalise_saved, run_config_dict
+
+    run_dir = Path(cfg.run_dir)
+    saved = run_dir / CONFIG
+    same = saved.is_file() and normalise_saved(
+        yaml.safe_load(saved.read_text(encoding="utf-8")) or {}
+    ) == run_config_dict(cfg)
+    if same and (run_dir / "model").is_dir():
+        return "done"
+    if same and evals:
+        records = read_results(run_dir)
+        model = run_dir / "model"
+        if all(find_record(records, e, model, opts, label) for e, opts, label in evals):
+            return "measured"
+    return "resume" if same and list_checkpoints(run_dir) else "train"
+
+
+def reuse_checks(
+    checked: Sequence[tuple[PlannedRun, RunConfig | None, list]],
+) -> dict[Path, list]:
+    """Per run directory, the evaluations whose records let ``run_state`` reuse a run without
+    its model (``measured``): none for a run whose ``model/`` a run that will train starts
+    from (``model.path``), so that it is trained again first — through chains of such runs."""
+    keep = {run.run_dir: list(evals) for run, _, evals in checked}
+    while True:
+        training = [
+            cfg for run, cfg, _ in checked
+            if cfg is not None and run_state(cfg, keep[run.run_dir]) in ("train", "resume")
+        ]  # fmt: skip
+        needed = {Path(c.model.path).resolve() for c in training if c.model.path}
+        dropped = [
+            run.run_dir for run, cfg, _ in checked
+            if cfg is not None and keep[run.run_dir] and run.model_dir.resolve() in needed
+        ]  # fmt: skip
+        if not dropped:
+            return keep
+        for run_dir in dropped:
+            keep[run_dir] = []
+
+
+def planned_state(run: PlannedRun, cfg: RunConfig | None, reuse: list) -> str:
+    """``run_state`` of a planned run (``reuse``: its ``reuse_checks`` evaluations), or
+    ``as is`` for a ``model`` run."""
+    return "as is" if cfg is None else run_state(cfg, reuse)
+
+
+def unrecorded(run: PlannedRun, state: str, evals: list) -> int:
+    """How many of ``evals`` the run in ``state`` still has to run: those without a record
+    in its ``results.jsonl`` when it is reused (``done``, ``measured``, ``as is``), else all."""
+    from crossalign.evals.results import find_record, read_results
+
+    records = read_results(run.run_dir) if state in ("done", "measured", "as is") else []
+    return sum(find_record(records, e, run.model_dir, o, label) is None for e, o, label in evals)
+
+
+def describe_plan(
+    checked: Sequence[tuple[PlannedRun, RunConfig | None, list]],
+    steps: Sequence[PreparedStep],
+    ledger: Path,
+    derives: Mapping[Path, Any],
+    reuse: Mapping[Path, list],
+) -> str:
+    """The lines ``--dry-run`` prints: each derived corpus, prepare step and run with what
+    would be done (made / to run; done / measured / resume / train, and how many evaluations
+    are still to run)."""
+
+    lines = []
+    for out, settings in derives.items():
+        state = "made" if derived_is_written(out, settings) else "to run"
+        lines.append(f"derive   {state:7} {out}")
+    for step in steps:
+        state = "made" if is_made(step, ledger) else "to run"
+        lines.append(f"prepare  {state:7} crossalign {step.command}")
+    for run, cfg, evals in checked:
+        state = planned_state(run, cfg, reuse[run.run_dir])
+        todo = unrecorded(run, state, evals)
+        steps = 0 if cfg is None else cfg.train.steps
+        lines.append(
+            f"run      {state:7} {run.run_dir}  ({steps} steps; "
+            f"{todo} of {len(evals)} evaluations to run)"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,199 @@
+"""``crossalign compare STUDY.yaml``: derive, prepare, train and evaluate everything a study
+lists, reusing what is done, then write its report. Everything is keyed by what it depends on,
+so an interrupted or repeated study continues where it stopped (see ``crossalign.study.spec``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from crossalign.errors import CrossalignError
+from crossalign.study.plan import (
+    derived_is_written,
+    describe_plan,
+    planned_state,
+    reuse_checks,
+    run_state,
+    unrecorded,
+)
+from crossalign.study.spec import PlannedRun, Study, plan, substitute, write_run_config
+from crossalign.study.steps import PreparedStep, ensure_prepared, parse_step
+from crossalign.study.summary import StudyResult, contrast_pairs, correlation_section
+
+if TYPE_CHECKING:
+    from crossalign.config import RunConfig
+    from crossalign.evals.registry import Evaluation
+    from crossalign.evals.results import ResultRecord
+
+
+def ensure_derived(out: Path, settings: Any) -> None:
+    """Write the derived corpus ``settings`` describes to ``out`` unless ``derived_is_written``."""
+    from crossalign.data.derive import write_derived
+
+    if derived_is_written(out, settings):
+        print(f"derived corpus: {out} (already written)")
+        return
+    write_derived(out, settings, settings.command_line(str(out)))
+
+
+def ensure_trained(
+    cfg: RunConfig, label: str, evals: Sequence[tuple[Evaluation, Any, str | None]] = ()
+) -> Path:
+    """Train the run ``cfg`` describes unless ``run_state`` finds it finished (``done``) or
+    measured by every one of ``evals`` (``measured``): a run directory whose ``config.yaml``
+    equals it and holds ``model/`` or all those records is reused, one with checkpoints is
+    resumed, anything else is started again (``--overwrite``). Returns ``run_dir``."""
+    from crossalign.training import train
+
+    state = run_state(cfg, evals)
+    if state not in ("done", "measured"):
+        print(f"== pre-training {label} ({cfg.train.steps} steps)")
+        resume = state == "resume"
+        train(cfg, resume="last" if resume else None, overwrite=not resume)
+    return Path(cfg.run_dir)
+
+
+def ensure_as_is(run: PlannedRun) -> None:
+    """The run directory of a ``model`` run: its ``config.yaml`` names the model and
+    ``train.steps: 0`` (so a report tells it from the trained runs); a missing model is an
+    error naming the run."""
+    from crossalign.checkpoint import CONFIG
+    from crossalign.fileio import write_text_atomic
+
+    assert run.model is not None
+    if not run.model.exists():
+        raise CrossalignError(
+            f"study run '{run.name}': model {run.model} does not exist; create it first or "
+            f"fix the run's 'model'"
+        )
+    config = {"model": {"path": str(run.model)}, "train": {"steps": 0}}
+    write_text_atomic(run.run_dir / CONFIG, yaml.safe_dump(config, sort_keys=False))
+
+
+def ensure_evaluated(
+    run: PlannedRun, evaluation: Evaluation, opts: Any, spec_label: str | None, label: str
+) -> ResultRecord:
+    """The record of ``evaluation`` with built options ``opts`` (and record label
+    ``spec_label``) on the run's model: read from ``RUN/results.jsonl`` when the same
+    measurement is there, else measured and appended there."""
+    from crossalign.evals.results import RESULTS, find_record, read_results, run_evaluation
+
+    found = find_record(read_results(run.run_dir), evaluation, run.model_dir, opts, spec_label)
+    if found is not None:
+        return found
+    print(f"== evaluating {label}: {spec_label or evaluation.name}")
+    record, _ = run_evaluation(
+        evaluation, run.model_dir, opts, results=run.run_dir / RESULTS, label=spec_label
+    )
+    return record
+
+
+def run_study(
+    study: Study,
+    *,
+    report: bool = True,
+    dry_run: bool = False,
+    seeds: Sequence[int] | None = None,
+) -> StudyResult:
+    """Derive, train and evaluate everything ``study`` lists (reusing what is done), then
+    write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
+    correlations). ``dry_run``: check the study and print what would be done, nothing more.
+    ``seeds``: only the runs of these seeds, in the directories the whole study gives them
+    (e.g. one process per seed on a machine with room for several), and no report."""
+    from crossalign.config import load_config
+    from crossalign.data.derive_settings import DeriveSettings
+    from crossalign.evals.registry import evaluations
+    from crossalign.schema import build_dataclass
+
+    runs = plan(study)
+    if seeds is not None:
+        unknown = sorted(set(seeds) - {r.seed for r in runs})
+        if unknown:
+            raise CrossalignError(
+                f"study '{study.name}' has no seed {unknown[0]}; its seeds: "
+                f"{', '.join(str(s) for s in dict.fromkeys(r.seed for r in runs))}"
+            )
+        runs = [r for r in runs if r.seed in seeds]
+        report = False  # a report of some seeds would replace the study's
+    if report and not dry_run:  # not after hours of training
+        from crossalign.extras import require
+
+        require("matplotlib", "plots", "the study's report (or --no-report)")
+    # every derive setting, run config and evaluation option is checked before any work
+    derives: dict[Path, DeriveSettings] = {}
+    steps: dict[Path, PreparedStep] = {}
+    cell_steps: list[list[PreparedStep]] = []
+    checked = []
+    for run in runs:
+        if study.derive is not None:
+            out = Path(run.variables["derived"])
+            if out not in derives:
+                raw = substitute(study.derive.settings, run.variables, "derive.settings")
+                derives[out] = build_dataclass(DeriveSettings, raw, "derive.settings")
+        mine = []
+        for i, spec in enumerate(study.prepare):
+            step = parse_step(spec, run.variables, f"prepare.{i}")
+            if step.creates not in steps:
+                steps[step.creates] = step
+                mine.append(step)
+        cell_steps.append(mine)
+        cfg = None if run.model else load_config(write_run_config(study, run), run.overrides)
+        evals = []
+        for spec in study.evaluations:
+            if spec.runs is not None and run.name not in spec.runs:
+                continue
+            evaluation = evaluations().get(spec.eval)
+            where = f"evaluations.{spec.eval}.options"
+            opts = evaluation.build_options(substitute(spec.options, run.variables, where))
+            evals.append((evaluation, opts, spec.label))
+        checked.append((run, cfg, evals))
+    ledger = Path(study.out) / "prepared.json"
+    reuse = reuse_checks(checked)
+    if dry_run:
+        print(describe_plan(checked, list(steps.values()), ledger, derives, reuse))
+        return StudyResult(runs=runs, records={}, report=None)
+    # a cell whose runs all need no work (e.g. records copied without models) does not make
+    # its derived corpus or prepare outputs when they are missing
+    busy = set()
+    for run, cfg, evals in checked:
+        state = planned_state(run, cfg, reuse[run.run_dir])
+        if state in ("train", "resume") or unrecorded(run, state, evals):
+            busy.add(repr(run.cell))
+    records: dict[Path, list[ResultRecord]] = {}
+    pending: list[PreparedStep] = []  # missing outputs idle cells did not make
+    for (run, cfg, evals), mine in zip(checked, cell_steps):
+        idle = repr(run.cell) not in busy
+        if study.derive is not None:
+            out = Path(run.variables["derived"])
+            if out in derives and (not idle or out.exists()):
+                ensure_derived(out, derives.pop(out))
+        steps_now, pending = [*pending, *mine], []
+        for step in steps_now:
+            if idle and not step.creates.exists():
+                pending.append(step)  # made with the next busy cell, which may share it
+            else:
+                ensure_prepared(step, ledger)
+        label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
+        if cfg is None:
+            ensure_as_is(run)
+        else:
+            ensure_trained(cfg, label, reuse[run.run_dir])
+        records[run.run_dir] = [
+            ensure_evaluated(run, evaluation, opts, spec_label, label)
+            for evaluation, opts, spec_label in evals
+        ]
+    result = StudyResult(runs=runs, records=records, report=None)
+    if report:
+        from crossalign.report import write_report
+
+        extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
+        pairs = contrast_pairs(study, runs)
+        paths = write_report(
+            [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
+            extra_sections=extra, contrasts=pairs,
+        )  # fmt: skip
+        result.report = Path(paths.markdown)
+    return result
