@@ -4,58 +4,16 @@ cooc-compare`` analyses it)."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, fields
 
-from crossalign.cli.generate import add_options, command_line, opt, options_from
-
-
-@dataclass
-class CoocBuildOptions:
-    """``crossalign cooc build``."""
-
-    out: str
-    """Output directory, replaced atomically."""
-    tokenizer: str | None = opt(None, metavar="DIR", help="Hugging Face tokenizer directory")
-    model: str | None = opt(None, metavar="DIR", help="a model directory: use its tokenizer")
-    corpus: str | None = opt(None, metavar="DIR")
-    """A corpus from 'crossalign data ...' (its train text)."""
-    languages: str | None = None
-    """Comma-separated languages of --corpus (default: all)."""
-    reference: str | None = None
-    """Language whose token count the others are scaled to (default: en, else the largest)."""
-    text: list[str] = opt([], append=True, metavar="LANG=FILE")
-    """A UTF-8 file of one language, one sentence or paragraph per line (repeatable)."""
-    window: int = 2
-    """Neighbours on each side."""
-    num_proc: int = 1
-    """Counting processes; shards merged at the end."""
-    pretokenized: bool = False
-    """The files hold whitespace-separated token ids of the tokenizer, one line each."""
-    log_fp16: bool = False
-    """Store log X in float16 instead of X in float32."""
-    quiet: bool = opt(False, help="no progress bar")
+from crossalign.cli.generate import add_options, options_from
+from crossalign.cooc.options import CoocBuildOptions
 
 
 def _build(args: argparse.Namespace) -> int:
-    from crossalign.cooc.build import build_from_text
+    from crossalign.cooc.build import build_from_options
 
     o = options_from(args, CoocBuildOptions)
-    names = [f.name for f in fields(o) if f.name != "quiet"]  # quiet changes no figure
-    meta = build_from_text(
-        o.out,
-        tokenizer=o.tokenizer,
-        model=o.model,
-        corpus=o.corpus,
-        languages=o.languages,
-        texts=o.text,
-        window=o.window,
-        reference=o.reference,
-        pretokenized=o.pretokenized,
-        num_proc=o.num_proc,
-        log_fp16=o.log_fp16,
-        command=command_line(["crossalign", "cooc", "build"], o, names),
-        progress=not o.quiet,
-    )
+    meta = build_from_options(o)
     total = sum(x["tokens"] for x in meta["languages"].values())
     seconds = meta["count_seconds"]
     for lang, x in meta["languages"].items():

@@ -10,6 +10,7 @@ from typing import Any
 
 from crossalign.cli.generate import add_options, command_line, opt, options_from
 from crossalign.data.derive_settings import DeriveSettings
+from crossalign.data.options import TokenizerOptions, UnmtSplitOptions
 
 DEFAULT_LANGS = "de,fr,es,ru,zh-CN,hi"
 
@@ -89,34 +90,11 @@ class TokenizeOptions:
 
 
 @dataclasses.dataclass
-class TokenizerOptions:
-    """``crossalign data tokenizer``."""
-
-    out: str
-    """Tokenizer directory, replaced atomically."""
-    config: str | None = opt(
-        None, short="-c", help="YAML run config whose data.* sources and tokenizer.* settings "
-        "to train on"
-    )  # fmt: skip
-    overrides: list[str] = opt([], metavar="KEY=VALUE", help="config overrides")
-
-
-@dataclasses.dataclass
 class DeriveOutput:
     """Where ``crossalign data derive`` writes."""
 
     out: str
     """Output directory, replaced atomically."""
-
-
-@dataclasses.dataclass
-class UnmtSplitOptions:
-    """``crossalign data unmt-split``."""
-
-    pairs: str
-    """A parallel folder <src>-<tgt>/ (train.*, valid.*, test.*)."""
-    out: str
-    """Output folder, replaced atomically."""
 
 
 def _report(card: dict[str, Any], out: str) -> None:
@@ -172,11 +150,9 @@ def _tokenize(args: argparse.Namespace) -> int:
 
 
 def _tokenizer(args: argparse.Namespace) -> int:
-    from crossalign.config import load_config
-    from crossalign.data.prepare import write_config_tokenizer
+    from crossalign.data.prepare import write_tokenizer
 
-    o = options_from(args, TokenizerOptions)
-    print(write_config_tokenizer(load_config(o.config, o.overrides), o.out))
+    print(write_tokenizer(options_from(args, TokenizerOptions)))
     return 0
 
 
@@ -202,10 +178,10 @@ def _derive(args: argparse.Namespace) -> int:
 
 
 def _unmt_split(args: argparse.Namespace) -> int:
-    from crossalign.data.unmt_split import split_halves
+    from crossalign.data.unmt_split import split_from_options
 
     o = options_from(args, UnmtSplitOptions)
-    card = split_halves(o.pairs, o.out, command_line(["crossalign", "data", "unmt-split"], o))
+    card = split_from_options(o)
     for lang, n in card["sentences"].items():
         print(f"train.{lang}: {n} sentences ({card['train'][lang]})")
     print(f"wrote {o.out} (see {o.out}/card.json)")

@@ -31,13 +31,17 @@ import tempfile
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from crossalign.data.lines import clean_line, decode_line, open_text
 from crossalign.errors import CrossalignError
+
+if TYPE_CHECKING:
+    from crossalign.cooc.options import CoocBuildOptions
 
 CHUNK_BYTES = 4 << 20
 """Text per chunk (about 1M tokens of text, 700k of ids), less for windows over 10: the unit
@@ -736,3 +740,26 @@ __all__ = [
     "text_sources",
     "upper_csr",
 ]
+
+
+def build_from_options(o: CoocBuildOptions) -> dict[str, Any]:
+    """``crossalign cooc build``: ``build_from_text`` with the command's options, recording
+    the command line (without ``--quiet``, which changes no figure) in ``meta.json``."""
+    from crossalign.cli.generate import command_line
+
+    names = [f.name for f in fields(o) if f.name != "quiet"]
+    return build_from_text(
+        o.out,
+        tokenizer=o.tokenizer,
+        model=o.model,
+        corpus=o.corpus,
+        languages=o.languages,
+        texts=o.text,
+        window=o.window,
+        reference=o.reference,
+        pretokenized=o.pretokenized,
+        num_proc=o.num_proc,
+        log_fp16=o.log_fp16,
+        command=command_line(["crossalign", "cooc", "build"], o, names),
+        progress=not o.quiet,
+    )

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from filelock import FileLock
@@ -37,6 +37,9 @@ from crossalign.data.store import (
 from crossalign.data.streaming import StreamingText, is_streaming
 from crossalign.errors import CrossalignError
 from crossalign.languages import check_language
+
+if TYPE_CHECKING:
+    from crossalign.data.options import TokenizerOptions
 
 
 @dataclass
@@ -365,6 +368,14 @@ def write_config_tokenizer(cfg: RunConfig, out: str | Path) -> str:
     with atomic_dir(Path(out)) as tmp:
         tokenizer.save_pretrained(tmp)
     return f"wrote {out}: {cfg.tokenizer.kind} tokenizer, {len(tokenizer):,} tokens"
+
+
+def write_tokenizer(o: TokenizerOptions) -> str:
+    """``crossalign data tokenizer``: ``write_config_tokenizer`` for the run config ``o`` names
+    (``o.config`` with ``o.overrides``); returns its summary line."""
+    from crossalign.config import load_config
+
+    return write_config_tokenizer(load_config(o.config, o.overrides), o.out)
 
 
 def tokenize_sources(

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crossalign.data.lines import iter_lines
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, write_json_atomic, write_lines_atomic
+
+if TYPE_CHECKING:
+    from crossalign.data.options import UnmtSplitOptions
 
 
 def _lines(path: Path) -> list[str]:
@@ -59,3 +62,11 @@ def split_halves(pairs: str | Path, out: str | Path, command: str = "") -> dict[
                 card["held_out"][split] = len(_lines(files[0]))
         write_json_atomic(tmp / "card.json", card)
     return card
+
+
+def split_from_options(o: UnmtSplitOptions) -> dict[str, Any]:
+    """``crossalign data unmt-split``: ``split_halves`` with the command line recorded in the
+    card; returns the card."""
+    from crossalign.cli.generate import command_line
+
+    return split_halves(o.pairs, o.out, command_line(["crossalign", "data", "unmt-split"], o))

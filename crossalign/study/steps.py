@@ -4,7 +4,7 @@ step made by the same command is not repeated."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,36 +13,103 @@ from crossalign.errors import CrossalignError
 from crossalign.study.spec import StudyStep, substitute
 
 
+def _tokenizer() -> tuple[type, Callable[[Any], str]]:
+    from crossalign.data.options import TokenizerOptions
+    from crossalign.data.prepare import write_tokenizer
+
+    return TokenizerOptions, write_tokenizer
+
+
+def _unmt_split() -> tuple[type, Callable[[Any], str]]:
+    from crossalign.data.options import UnmtSplitOptions
+    from crossalign.data.unmt_split import split_from_options
+
+    def run(o: UnmtSplitOptions) -> str:
+        split_from_options(o)
+        return f"wrote {o.out} (see {o.out}/card.json)"
+
+    return UnmtSplitOptions, run
+
+
+def _cooc_build() -> tuple[type, Callable[[Any], str]]:
+    from crossalign.cooc.build import build_from_options
+    from crossalign.cooc.options import CoocBuildOptions
+
+    def run(o: CoocBuildOptions) -> str:
+        build_from_options(o)
+        return f"wrote {o.out} (see {o.out}/meta.json)"
+
+    return CoocBuildOptions, run
+
+
+@dataclass(frozen=True)
+class PrepareCommand:
+    """A crossalign command a ``prepare`` step may name, run through the library function
+    behind it (the command-line interface is not involved)."""
+
+    load: Callable[[], tuple[type, Callable[[Any], str]]]
+    """Its options dataclass and the function that does the work and returns a summary line
+    (imported only when a step names the command)."""
+    positional: tuple[str, ...] = ()
+    """Fields given as positional arguments, as on the command line."""
+
+
+PREPARE_COMMANDS: dict[str, PrepareCommand] = {
+    "data tokenizer": PrepareCommand(_tokenizer, positional=("overrides",)),
+    "data unmt-split": PrepareCommand(_unmt_split),
+    "cooc build": PrepareCommand(_cooc_build),
+}
+"""The commands a ``prepare`` step may run, by the words that name them."""
+
+
 @dataclass
 class PreparedStep:
-    """A ``prepare`` step with its variables substituted and its command line parsed."""
+    """A ``prepare`` step with its variables substituted and its options parsed."""
 
     command: str
-    argv: list[str]
+    """Its command line (without the program name), as the ledger records it."""
     creates: Path
-    args: Any
-    """The parsed command line (its ``func`` runs it)."""
+    options: Any
+    """The command's options dataclass."""
+    run: Callable[[Any], str]
+    """The library function that runs it."""
 
 
 def parse_step(step: StudyStep, variables: Mapping[str, Any], where: str) -> PreparedStep:
-    """``step`` with ``variables`` substituted, its command line parsed by crossalign's own
-    parser (an unknown command or option is an error here, before any work)."""
+    """``step`` with ``variables`` substituted and its command line parsed into the options of
+    one of ``PREPARE_COMMANDS`` (an unknown command or option is an error here, before any
+    work)."""
+    import argparse
     import shlex
 
-    from crossalign.cli import build_parser
+    from crossalign.cli.generate import add_options, options_from
+    from crossalign.registry import did_you_mean
 
     command = substitute(step.command, variables, f"{where}.command")
     creates = Path(substitute(step.creates, variables, f"{where}.creates"))
     argv = shlex.split(command)
     if argv[:1] == ["crossalign"]:
         argv = argv[1:]
+    name = " ".join(argv[:2])
+    if name not in PREPARE_COMMANDS:
+        known = list(PREPARE_COMMANDS)
+        raise CrossalignError(
+            f"{where}: '{command}' is not a command a prepare step can run"
+            f"{did_you_mean(name, known)}; steps run one of: {', '.join(known)}"
+        )
+    spec = PREPARE_COMMANDS[name]
+    cls, run = spec.load()
+    parser = argparse.ArgumentParser(prog=f"crossalign {name}")
+    add_options(parser, cls, positional=spec.positional)
     try:
-        args = build_parser().parse_args(argv)
+        ns = parser.parse_args(argv[2:])
     except SystemExit:
         raise CrossalignError(
-            f"{where}: '{command}' is not a crossalign command line (see the message above)"
+            f"{where}: '{command}' has options 'crossalign {name}' does not take (see the "
+            "message above)"
         ) from None
-    return PreparedStep(command=shlex.join(argv), argv=argv, creates=creates, args=args)
+    options = options_from(ns, cls, where=where)
+    return PreparedStep(command=shlex.join(argv), creates=creates, options=options, run=run)
 
 
 def _ledger(path: Path) -> dict[str, str]:
@@ -66,9 +133,7 @@ def ensure_prepared(step: PreparedStep, ledger: Path) -> None:
         print(f"prepared: {key} (already made by 'crossalign {step.command}')")
         return
     print(f"== crossalign {step.command}")
-    status = step.args.func(step.args)
-    if status:
-        raise CrossalignError(f"'crossalign {step.command}' failed (exit status {status})")
+    print(step.run(step.options))
     if not step.creates.exists():
         raise CrossalignError(
             f"'crossalign {step.command}' did not write {key}; fix the step's 'creates'"

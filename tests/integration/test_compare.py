@@ -190,10 +190,17 @@ def _chain(tmp_path: Path, base_seeds: list[int] | None = None) -> dict:
     }  # fmt: skip
 
 
-def test_prepare_steps_and_a_shared_starting_run(tmp_path, capsys):
-    """A ``prepare`` step trains one tokenizer that every run uses; a ``base`` run with its
-    own ``seeds: [0]`` trains once and the other run continues from its model per seed; a
-    second call repeats nothing; a changed step command runs it again."""
+def test_prepare_steps_and_a_shared_starting_run(tmp_path, capsys, monkeypatch):
+    """A ``prepare`` step trains one tokenizer that every run uses (through the library, not
+    the command line's handler); a ``base`` run with its own ``seeds: [0]`` trains once and
+    the other run continues from its model per seed; a second call repeats nothing; a changed
+    step command runs it again."""
+    import crossalign.cli.data as cli_data
+
+    def not_the_cli(args):
+        raise AssertionError("a prepare step ran the command line's handler")
+
+    monkeypatch.setattr(cli_data, "_tokenizer", not_the_cli)
     cfg = tmp_path / "tok.yaml"
     path = _study(tmp_path, **_chain(tmp_path, base_seeds=[0]))
     assert main(["compare", str(path), "--no-report"]) == 0
@@ -236,7 +243,16 @@ def test_a_bad_prepare_step_is_refused_before_any_work(tmp_path, capsys):
     path = _study(tmp_path, prepare=[{"command": "data tokeniser --out x", "creates": "x"}])
     assert main(["compare", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "prepare.0: 'data tokeniser --out x' is not a crossalign command line" in err
+    assert (
+        "prepare.0: 'data tokeniser --out x' is not a command a prepare step can run (did "
+        "you mean 'data tokenizer'?); steps run one of: data tokenizer, data unmt-split, "
+        "cooc build" in err
+    )
+    assert not (tmp_path / "study" / "runs").exists()
+    path = _study(tmp_path, prepare=[{"command": "data tokenizer --window 2", "creates": "x"}])
+    assert main(["compare", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "prepare.0: 'data tokenizer --window 2' has options 'crossalign data tokenizer'" in err
     assert not (tmp_path / "study" / "runs").exists()
     path = _study(tmp_path, runs=[{"name": "a", "seeds": [], "inline": {"model": {}}}])
     assert main(["compare", str(path)]) == 2
