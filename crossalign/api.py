@@ -1,11 +1,48 @@
-"""Python shortcuts for what the commands do: ``crossalign.evaluate`` (any registered
-evaluation) and ``crossalign.induce_dictionary``. Imported on first use (no torch at
-``import crossalign``)."""
+"""The Python API: what the commands do, as functions. ``train`` (pre-training),
+``evaluate`` (any registered evaluation), ``induce_dictionary`` and ``Aligner`` (word
+alignment of sentences). ``crossalign.X`` imports this module on first use, so that
+``import crossalign`` loads no torch."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crossalign.align.sentences import Aligner
+    from crossalign.align.words import Alignment, Link
+    from crossalign.config import RunConfig
+
+__all__ = ["Aligner", "Alignment", "Link", "evaluate", "induce_dictionary", "train"]
+
+
+def train(
+    config: str | Path | dict | RunConfig,
+    overrides: Sequence[str] = (),
+    *,
+    resume: str | None = None,
+    overwrite: bool = False,
+) -> dict[str, float]:
+    """Pre-train as ``crossalign train`` does and return the final held-out metrics.
+
+    ``config`` is a YAML run-config file, a dict of the same shape, or a ``RunConfig``;
+    ``overrides`` are ``key=value`` changes (``["train.steps=100"]``); ``resume`` is ``"last"``
+    or a checkpoint directory; ``overwrite`` empties a non-empty ``run_dir`` first::
+
+        import crossalign
+        crossalign.train({"data": {"corpus": "data/bible"}, "train": {"steps": 100}})
+    """
+    from crossalign.config import RunConfig, config_from_data, config_to_dict, load_config
+    from crossalign.training import train as run
+
+    if isinstance(config, RunConfig):
+        cfg = config_from_data(config_to_dict(config), overrides)
+    elif isinstance(config, dict):
+        cfg = config_from_data(config, overrides)
+    else:
+        cfg = load_config(config, list(overrides))
+    return run(cfg, resume=resume, overwrite=overwrite)
 
 
 def evaluate(
@@ -41,3 +78,16 @@ def induce_dictionary(
     opts = build_dataclass(InductionOptions, options, "induce_dictionary")
     encoder, tokenizer = load_masked_lm(str(model_dir_of(model)), opts.device)
     return induce_with_options(encoder, tokenizer, opts, src, tgt).forward.pairs(tokenizer)
+
+
+def __getattr__(name: str) -> Any:
+    """``Aligner``, ``Alignment`` and ``Link``, imported on first use (they load torch)."""
+    if name == "Aligner":
+        from crossalign.align.sentences import Aligner
+
+        return Aligner
+    if name in ("Alignment", "Link"):
+        from crossalign.align import words
+
+        return getattr(words, name)
+    raise AttributeError(f"module 'crossalign.api' has no attribute {name!r}")

@@ -215,7 +215,7 @@ def align_files(
     sentence was too long). Files are written beside their destination and renamed onto it
     at the end, so a failure (a malformed input line) leaves no half-written file; stdout
     gets the lines of the chunks aligned before it."""
-    from crossalign.align.api import Aligner
+    from crossalign.align.sentences import Aligner
     from crossalign.align.words import format_pharaoh, format_probabilities, format_words
 
     aligner = Aligner.from_config(model, cfg, layer, languages, device)
