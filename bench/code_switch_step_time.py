@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from accelerate import Accelerator
 
-from crossalign.data.prepare import TrainingData
 from crossalign.data.readers import read_text
+from crossalign.data.store.prepare import TrainingData
 from crossalign.lexicon.embed import load_masked_lm
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.training import ObjectiveSet, TrainState, train_step

@@ -91,7 +91,7 @@ def prepare(work: Path, tokenizer_dir: Path, corpus: Path, bible: Path, target: 
             return cached
     from transformers import AutoTokenizer
 
-    from crossalign.data.corpus import resolve_corpus
+    from crossalign.data.corpora.files import resolve_corpus
 
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     sources: dict[str, list[str]] = resolve_corpus(corpus)["mono"]

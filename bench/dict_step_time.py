@@ -30,10 +30,10 @@ from accelerate import Accelerator
 
 from crossalign.config import ModelConfig
 from crossalign.data.batching import pack_blocks
-from crossalign.data.derive import DERIVED_LANG
 from crossalign.data.loader import derived_seed
 from crossalign.data.readers import read_text
 from crossalign.data.tokenizer import load_tokenizer
+from crossalign.languages import DERIVED_LANG
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.align_mlm import alignment_loss, dictionary_cosines

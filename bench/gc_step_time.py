@@ -24,7 +24,7 @@ from accelerate import Accelerator
 
 from crossalign.config import ModelConfig
 from crossalign.data.batching import pack_blocks
-from crossalign.data.corpus import resolve_corpus
+from crossalign.data.corpora.files import resolve_corpus
 from crossalign.data.readers import read_mono
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.models.build import build_model

@@ -154,7 +154,7 @@ def main() -> None:
         tmp = Path(tmp)
         # Train the tokenizer once; both loops then load it.
         base = load_config(None, overrides(args, settings["MLM"], tmp / "tok", None))
-        from crossalign.data.prepare import resolve_sources, tokenizer_sample
+        from crossalign.data.store.prepare import resolve_sources, tokenizer_sample
         from crossalign.data.tokenizer import train_tokenizer_on
 
         tc = base.tokenizer

@@ -61,7 +61,7 @@ from crossalign.data.loader import (
     step_loader,
 )
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.data.prepare import (
+from crossalign.data.store.prepare import (
     TrainingData,
     cached_store,
     open_training_store,
@@ -69,8 +69,8 @@ from crossalign.data.prepare import (
     train_config_tokenizer,
     training_data,
 )
-from crossalign.data.store import open_store
-from crossalign.data.streaming import StreamingText, is_streaming
+from crossalign.data.store.streaming import StreamingText, is_streaming
+from crossalign.data.store.token_store import open_store
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, replace_dir, write_text_atomic

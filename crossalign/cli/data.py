@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from crossalign.cli.generate import add_options, command_line, opt, options_from
-from crossalign.data.derive_settings import DeriveSettings
+from crossalign.data.derive.settings import DeriveSettings
 from crossalign.data.options import TokenizerOptions, UnmtSplitOptions
 
 DEFAULT_LANGS = "de,fr,es,ru,zh-CN,hi"
@@ -106,7 +106,7 @@ def _report(card: dict[str, Any], out: str) -> None:
 
 
 def _bible(args: argparse.Namespace) -> int:
-    from crossalign.data.bible import build_bible
+    from crossalign.data.corpora.bible import build_bible
 
     o = options_from(args, BibleOptions)
     command = command_line(["crossalign", "data", "bible"], o)
@@ -116,7 +116,7 @@ def _bible(args: argparse.Namespace) -> int:
 
 
 def _libreoffice(args: argparse.Namespace) -> int:
-    from crossalign.data.libreoffice import build_libreoffice
+    from crossalign.data.corpora.libreoffice import build_libreoffice
 
     o = options_from(args, LibreOfficeOptions)
     command = command_line(["crossalign", "data", "libreoffice"], o)
@@ -128,7 +128,7 @@ def _libreoffice(args: argparse.Namespace) -> int:
 
 
 def _freedict(args: argparse.Namespace) -> int:
-    from crossalign.data.freedict import build_freedict
+    from crossalign.data.corpora.freedict import build_freedict
 
     o = options_from(args, FreeDictOptions)
     command = command_line(["crossalign", "data", "freedict"], o, positional=["dicts"])
@@ -141,7 +141,7 @@ def _freedict(args: argparse.Namespace) -> int:
 
 def _tokenize(args: argparse.Namespace) -> int:
     from crossalign.config import load_config
-    from crossalign.data.prepare import tokenize_sources
+    from crossalign.data.store.prepare import tokenize_sources
 
     o = options_from(args, TokenizeOptions)
     cfg = load_config(o.config, o.overrides)
@@ -150,14 +150,14 @@ def _tokenize(args: argparse.Namespace) -> int:
 
 
 def _tokenizer(args: argparse.Namespace) -> int:
-    from crossalign.data.prepare import write_tokenizer
+    from crossalign.data.store.prepare import write_tokenizer
 
     print(write_tokenizer(options_from(args, TokenizerOptions)))
     return 0
 
 
 def _derive(args: argparse.Namespace) -> int:
-    from crossalign.data.derive import write_derived
+    from crossalign.data.derive.derivation import write_derived
 
     settings, out = DeriveSettings.from_args(args), options_from(args, DeriveOutput).out
     card = write_derived(out, settings, command=settings.command_line(out))
@@ -178,7 +178,7 @@ def _derive(args: argparse.Namespace) -> int:
 
 
 def _unmt_split(args: argparse.Namespace) -> int:
-    from crossalign.data.unmt_split import split_from_options
+    from crossalign.data.corpora.unmt_split import split_from_options
 
     o = options_from(args, UnmtSplitOptions)
     card = split_from_options(o)

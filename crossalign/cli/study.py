@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass, fields
 
 from crossalign.cli.generate import add_options, opt, options_from
-from crossalign.data.derive_settings import DeriveSettings
+from crossalign.data.derive.settings import DeriveSettings
 from crossalign.evals.finetune_config import FinetuneConfig
 from crossalign.study.derived import STUDY_OBJECTIVES, VARIANT_OBJECTIVES
 

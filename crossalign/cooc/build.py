@@ -681,7 +681,7 @@ def text_sources(
 
     files: dict[str, list[str]] = {}
     if corpus:
-        from crossalign.data.corpus import resolve_corpus
+        from crossalign.data.corpora.files import resolve_corpus
 
         langs = [x.strip() for x in (languages or "").split(",") if x.strip()] or None
         files = {k: list(v) for k, v in resolve_corpus(corpus, langs)["mono"].items()}

@@ -26,7 +26,7 @@ from crossalign.evals.registry import EvalOutput
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from crossalign.data.derive import Transliterator
+    from crossalign.data.derive.derivation import Transliterator
     from crossalign.evals.options import AlignmentScoreOptions
 
 METHODS = ("nn", "csls")
@@ -79,7 +79,7 @@ def dictionary_alignment(
     """``alignment_nn`` and ``alignment_csls`` of a model (its input embeddings) on a MUSE
     dictionary of token pieces, with the language vocabularies of ``vocab.json``; plus
     ``pairs``, the number of dictionary pairs scored."""
-    from crossalign.data.derive import read_vocab, token_dictionary
+    from crossalign.data.derive.derivation import read_vocab, token_dictionary
 
     vocabs = read_vocab(vocab, tokenizer)
     for lang in (src_lang, tgt_lang):
@@ -135,7 +135,7 @@ def derived_alignment(model: PreTrainedModel, derived_dir: str | Path) -> dict[s
     """``alignment`` (the paper's score, ``counterpart_alignment``) of a model on the token
     mapping of the derived corpus ``derived_dir``; plus ``alignment_tokens``, the number of
     source tokens scored."""
-    from crossalign.data.derive import Derivation
+    from crossalign.data.derive.derivation import Derivation
 
     transliterator = Derivation.load(derived_dir).transliterator
     if transliterator is None:

@@ -334,7 +334,7 @@ def gold_source_words(opts: DictionaryOptions) -> list[str]:
 def language_texts(opts: DictionaryOptions, src: str, tgt: str) -> tuple[list[str], list[str]]:
     """The source and target text of ``opts`` (``--corpus`` or the text files), at most
     ``opts.context_sentences`` lines each."""
-    from crossalign.data.corpus import language_text
+    from crossalign.data.corpora.files import language_text
 
     return (
         language_text(opts.corpus, opts.src_text, src, opts.context_sentences),

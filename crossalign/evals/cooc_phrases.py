@@ -296,7 +296,7 @@ def evaluate_compare(model_dir: None, opts: CoocCompareOptions) -> EvalOutput:
     matrix_a = CoocMatrix(opts.matrix)
     matrix_b = CoocMatrix(opts.matrix_b) if opts.matrix_b else matrix_a
     if opts.corpus:
-        from crossalign.data.corpus import resolve_corpus
+        from crossalign.data.corpora.files import resolve_corpus
 
         mono = resolve_corpus(opts.corpus, [lang_a, lang_b])["mono"]
         files_a, files_b = mono[lang_a], mono[lang_b]

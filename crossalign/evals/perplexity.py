@@ -17,7 +17,7 @@ from crossalign.evals.registry import EvalOutput
 
 if TYPE_CHECKING:
     from crossalign.config import RunConfig
-    from crossalign.data.prepare import Sources
+    from crossalign.data.store.prepare import Sources
     from crossalign.evals.options import PerplexityOptions
 
 PREFIX = "valid/"
@@ -72,8 +72,8 @@ def _run_config(model_dir: str) -> RunConfig | None:
 def heldout_sources(opts: PerplexityOptions, cfg: RunConfig | None) -> Sources:
     """The held-out text to evaluate on: ``opts.text``/``opts.pairs``/``opts.corpus``'s valid
     split when given, else the run's own held-out sources."""
-    from crossalign.data.corpus import resolve_corpus
-    from crossalign.data.prepare import Sources, resolve_sources
+    from crossalign.data.corpora.files import resolve_corpus
+    from crossalign.data.store.prepare import Sources, resolve_sources
     from crossalign.languages import language_file
 
     if opts.text or opts.pairs or opts.corpus:
@@ -121,8 +121,8 @@ def computed_perplexity(model_dir: str, opts: PerplexityOptions) -> EvalOutput:
     micro-batch unless the options set them."""
     from accelerate import Accelerator
 
-    from crossalign.data.prepare import cached_store, training_data
-    from crossalign.data.store import open_store
+    from crossalign.data.store.prepare import cached_store, training_data
+    from crossalign.data.store.token_store import open_store
     from crossalign.data.tokenizer import load_tokenizer
     from crossalign.models.load import load_model
     from crossalign.objectives import TokenContext

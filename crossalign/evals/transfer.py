@@ -8,10 +8,10 @@
 Each is reported as word accuracy and as macro-F1 over the labels (``sup_f1``, ``zs_f1``,
 ``delta_f1``): the tasks tag every word with one label, so micro-F1 would equal accuracy.
 
-The derived data is the English data transformed word by word (``crossalign.data.derive``), the
-labels moving with their words. A word's label is predicted at its first subword; the other
-subwords are not scored. Tasks are registered in ``TASKS`` (name → labels and data loader), so
-other token-level tasks reuse the protocol.
+The derived data is the English data transformed word by word
+(``crossalign.data.derive.derivation``), the labels moving with their words. A word's label is
+predicted at its first subword; the other subwords are not scored. Tasks are registered in ``TASKS``
+(name → labels and data loader), so other token-level tasks reuse the protocol.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ TASKS: Registry[TokenTask] = Registry("task", plugins="crossalign.tasks")
 
 
 def _load_pos(download: bool, seed: int) -> dict[str, Tagged]:
-    from crossalign.data.pos import fetch_sdist, pos_splits
+    from crossalign.data.corpora.pos import fetch_sdist, pos_splits
 
     return pos_splits(fetch_sdist(download), seed)
 
@@ -61,13 +61,13 @@ def _load_pos(download: bool, seed: int) -> dict[str, Tagged]:
 def _load_pos_silver(download: bool, seed: int) -> dict[str, Tagged]:
     """The spaCy-tagged LibreOffice help sentences (``download`` is not needed: the pages come
     from a Debian package)."""
-    from crossalign.data.pos_silver import pos_silver_splits
+    from crossalign.data.corpora.pos_silver import pos_silver_splits
 
     return pos_silver_splits(seed)
 
 
 def _register_pos() -> None:
-    from crossalign.data.pos import UPOS
+    from crossalign.data.corpora.pos import UPOS
 
     TASKS.register("pos")(TokenTask("pos", tuple(UPOS), _load_pos))
     TASKS.register("pos-silver")(TokenTask("pos-silver", tuple(UPOS), _load_pos_silver))
@@ -274,7 +274,7 @@ def evaluate_transfer(
     (``split_off_valid``) and scores on those instead of the test set."""
     from transformers import AutoConfig
 
-    from crossalign.data.derive import DERIVED_LANG, Derivation
+    from crossalign.data.derive.derivation import DERIVED_LANG, Derivation
     from crossalign.data.tokenizer import load_tokenizer
     from crossalign.models.load import input_limit, language_type_id
 

@@ -193,7 +193,7 @@ def induce_with_options(
     at most ``max_sentences`` lines per language) with its layer, vocabulary thresholds, CSLS
     ``k`` and backend. The two languages must differ: each one's vocabulary is the tokens the
     other does not use."""
-    from crossalign.data.corpus import language_text
+    from crossalign.data.corpora.files import language_text
 
     check_pair(src, tgt)
     return induce_from_model(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from crossalign.data.card import CARD
+from crossalign.data.corpora.card import CARD
 from crossalign.fileio import write_text_atomic
 
 if TYPE_CHECKING:

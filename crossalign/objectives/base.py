@@ -34,7 +34,7 @@ from crossalign.registry import Registry
 
 if TYPE_CHECKING:
     from crossalign.config import RunConfig
-    from crossalign.data.prepare import TrainingData
+    from crossalign.data.store.prepare import TrainingData
 
 
 @dataclass

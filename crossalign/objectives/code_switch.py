@@ -56,8 +56,8 @@ from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, encode, masked_lm_logits, masked_lm_loss
 
 if TYPE_CHECKING:
-    from crossalign.data.prepare import TrainingData
-    from crossalign.data.store import MonoText
+    from crossalign.data.store.prepare import TrainingData
+    from crossalign.data.store.token_store import MonoText
 
 
 def _first_sentences(text: MonoText) -> Callable[[slice], list[np.ndarray]]:

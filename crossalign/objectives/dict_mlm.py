@@ -159,7 +159,7 @@ def dictionary_token_ids(
 
     Raises CrossalignError naming ``objective`` when the option is missing.
     """
-    from crossalign.data.derive import token_dictionary
+    from crossalign.data.derive.derivation import token_dictionary
 
     if not dictionary:
         raise CrossalignError(
@@ -199,7 +199,7 @@ class DictMLM(MaskedLM):
         label, the variant) and ``vocab`` (``vocab.json``, the languages' ids; read only by
         ``random_replacement: language``)."""
         super().__init__(ctx, mask_prob, replace_probs)
-        from crossalign.data.derive import read_vocab
+        from crossalign.data.derive.derivation import read_vocab
 
         check_range(self.option_where("translate_prob"), translate_prob, 0, 1)
         check_no_translation(no_translation)

@@ -26,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from crossalign.data.derive_settings import DeriveSettings, parse_transform
+from crossalign.data.derive.settings import DeriveSettings, parse_transform
 from crossalign.errors import CrossalignError
 from crossalign.stats import spearman
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def derived_is_written(out: Path, settings: Any) -> bool:
     """Whether ``out`` holds the derived corpus ``settings`` describes (its card's
     ``command`` is the same)."""
-    from crossalign.data.corpus import load_card
+    from crossalign.data.corpora.files import load_card
 
     command = settings.command_line(str(out))
     return (out / "card.json").is_file() and load_card(out).get("command") == command

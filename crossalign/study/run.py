@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 def ensure_derived(out: Path, settings: Any) -> None:
     """Write the derived corpus ``settings`` describes to ``out`` unless ``derived_is_written``."""
-    from crossalign.data.derive import write_derived
+    from crossalign.data.derive.derivation import write_derived
 
     if derived_is_written(out, settings):
         print(f"derived corpus: {out} (already written)")
@@ -104,7 +104,7 @@ def run_study(
     ``seeds``: only the runs of these seeds, in the directories the whole study gives them
     (e.g. one process per seed on a machine with room for several), and no report."""
     from crossalign.config import load_config
-    from crossalign.data.derive_settings import DeriveSettings
+    from crossalign.data.derive.settings import DeriveSettings
     from crossalign.evals.registry import evaluations
     from crossalign.schema import build_dataclass
 

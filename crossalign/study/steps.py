@@ -15,14 +15,14 @@ from crossalign.study.spec import StudyStep, substitute
 
 def _tokenizer() -> tuple[type, Callable[[Any], str]]:
     from crossalign.data.options import TokenizerOptions
-    from crossalign.data.prepare import write_tokenizer
+    from crossalign.data.store.prepare import write_tokenizer
 
     return TokenizerOptions, write_tokenizer
 
 
 def _unmt_split() -> tuple[type, Callable[[Any], str]]:
+    from crossalign.data.corpora.unmt_split import split_from_options
     from crossalign.data.options import UnmtSplitOptions
-    from crossalign.data.unmt_split import split_from_options
 
     def run(o: UnmtSplitOptions) -> str:
         split_from_options(o)

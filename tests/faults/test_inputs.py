@@ -14,9 +14,9 @@ from crossalign.align.aligner import AlignConfig, load_aligner
 from crossalign.align.words import to_pieces
 from crossalign.cli import main
 from crossalign.data.inputs import PairInput, TextInput
-from crossalign.data.prepare import Sources, tokenizer_sample
 from crossalign.data.readers import read_hf_text, read_parallel, read_text
-from crossalign.data.streaming import StreamingText
+from crossalign.data.store.prepare import Sources, tokenizer_sample
+from crossalign.data.store.streaming import StreamingText
 from crossalign.errors import CrossalignError
 from tests.integration.test_align_cli import tiny_model  # noqa: F401
 from tests.unit.test_corpus import tiny_corpus

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from crossalign.cli import main
-from crossalign.data.bible import SWORD_ROOT, build_bible
-from crossalign.data.freedict import DICTD_ROOT, build_freedict
-from crossalign.data.libreoffice import HELP_ROOT, build_libreoffice
+from crossalign.data.corpora.bible import SWORD_ROOT, build_bible
+from crossalign.data.corpora.freedict import DICTD_ROOT, build_freedict
+from crossalign.data.corpora.libreoffice import HELP_ROOT, build_libreoffice
 from crossalign.data.readers import read_dictionary, read_parallel
 from crossalign.errors import CrossalignError
 

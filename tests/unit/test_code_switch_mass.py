@@ -12,7 +12,7 @@ import torch
 
 from crossalign.config import ModelConfig
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.data.prepare import TrainingData
+from crossalign.data.store.prepare import TrainingData
 from crossalign.lexicon.induce import induce, layer_vectors
 from crossalign.models.seq2seq import build_seq2seq
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext

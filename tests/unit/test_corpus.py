@@ -2,15 +2,15 @@ import json
 
 import pytest
 
-import crossalign.data.card as card_module
-from crossalign.data.card import (
+import crossalign.data.corpora.card as card_module
+from crossalign.data.corpora.card import (
     PairSet,
     assign_splits,
     one_line,
     write_dictionaries,
     write_parallel,
 )
-from crossalign.data.corpus import resolve_corpus
+from crossalign.data.corpora.files import resolve_corpus
 from crossalign.data.readers import read_dictionary, read_mono, read_parallel
 from crossalign.errors import CrossalignError
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from crossalign.config import TokenizerConfig
-from crossalign.data.derive import (
+from crossalign.data.derive.derivation import (
     DERIVED_LANG,
     MARK,
     Derivation,

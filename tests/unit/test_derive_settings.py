@@ -9,7 +9,7 @@ import re
 import pytest
 
 from crossalign.cli import build_parser, main
-from crossalign.data.derive_settings import DeriveSettings
+from crossalign.data.derive.settings import DeriveSettings
 from crossalign.errors import CrossalignError
 from crossalign.languages import DERIVED_LANG
 

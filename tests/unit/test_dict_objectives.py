@@ -10,7 +10,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from crossalign.config import TokenizerConfig
-from crossalign.data.derive import build_twin_tokenizer
+from crossalign.data.derive.derivation import build_twin_tokenizer
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.data.tokenizer import train_tokenizer
 from crossalign.errors import CrossalignError
@@ -210,7 +210,7 @@ def derived_files(tmp_path_factory):
     """A twin tokenizer on the fixture, its exact dictionary and vocab.json."""
     from pathlib import Path
 
-    from crossalign.data.derive import Transliterator, _write_dictionary
+    from crossalign.data.derive.derivation import Transliterator, _write_dictionary
 
     lines = (Path(__file__).resolve().parents[1] / "fixtures/tiny/en.txt").read_text().splitlines()
     base = train_tokenizer({"en": lines}, TokenizerConfig(vocab_size=120), seed=0)
@@ -296,7 +296,7 @@ def test_dict_mlm_random_replacements_cover_the_whole_vocabulary(derived_files):
 
 
 def test_dict_mlm_random_replacement_language_keeps_the_earlier_rule(derived_files):
-    from crossalign.data.derive import read_vocab
+    from crossalign.data.derive.derivation import read_vocab
 
     twin, out = derived_files
     v = len(twin) // 2

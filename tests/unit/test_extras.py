@@ -14,13 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bible(tmp: Path) -> None:
-    from crossalign.data.bible import build_bible
+    from crossalign.data.corpora.bible import build_bible
 
     build_bible(tmp / "bible")
 
 
 def _derive(tmp: Path) -> None:
-    from crossalign.data.derive import load_spacy
+    from crossalign.data.derive.derivation import load_spacy
 
     load_spacy(False)
 

@@ -6,7 +6,14 @@ import importlib.util
 
 import pytest
 
-from crossalign.data.pos import PENN_TO_UPOS, UPOS, find_sdist, pos_splits, read_tagged, to_upos
+from crossalign.data.corpora.pos import (
+    PENN_TO_UPOS,
+    UPOS,
+    find_sdist,
+    pos_splits,
+    read_tagged,
+    to_upos,
+)
 from crossalign.errors import CrossalignError
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from crossalign.data.pos import UPOS
-from crossalign.data.pos_silver import (
+from crossalign.data.corpora.pos import UPOS
+from crossalign.data.corpora.pos_silver import (
     CARD,
     SENTENCES,
     help_paragraphs,

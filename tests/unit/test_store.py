@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 
 from crossalign.config import TokenizerConfig
-from crossalign.data import inputs, prepare
+from crossalign.data import inputs
 from crossalign.data.batching import PairArray, pack_blocks
-from crossalign.data.prepare import (
+from crossalign.data.readers import read_mono, read_parallel
+from crossalign.data.store import prepare
+from crossalign.data.store.prepare import (
     Sources,
     cached_store,
     store_key,
@@ -25,8 +27,7 @@ from crossalign.data.prepare import (
     tokenizer_sample,
     training_data,
 )
-from crossalign.data.readers import read_mono, read_parallel
-from crossalign.data.store import build_store, dtype_for, open_store
+from crossalign.data.store.token_store import build_store, dtype_for, open_store
 from crossalign.data.tokenizer import train_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.vocab import token_counts
@@ -506,8 +507,8 @@ WORKER_ERROR = """
 import faulthandler
 import sys
 from pathlib import Path
-from crossalign.data.prepare import Sources, store_sources
-from crossalign.data.store import build_store
+from crossalign.data.store.prepare import Sources, store_sources
+from crossalign.data.store.token_store import build_store
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.errors import CrossalignError
 
@@ -668,7 +669,7 @@ CACHE_WORKER = """
 import sys
 import time
 from pathlib import Path
-from crossalign.data import prepare
+from crossalign.data.store import prepare
 from crossalign.data.tokenizer import load_tokenizer
 
 tok, en, es, cache, marker, me, other = sys.argv[1:]

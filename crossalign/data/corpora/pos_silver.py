@@ -1,12 +1,12 @@
 """English part-of-speech data free to use: the LibreOffice help pages tagged by spaCy.
 
 The English help pages of Debian's ``libreoffice-help-en-us`` (MPL-2.0) under
-``/usr/share/libreoffice/help/en-US/text/`` are read paragraph by paragraph (headings included)
-with ``crossalign.data.libreoffice.page_paragraphs``, split into sentences and tagged with the
-17 Universal POS tags (``token.pos_``) by spaCy's English pipeline (``SPACY_MODEL``). The tags
-are *silver*: a tagger's predictions, not gold annotation (the model's card reports 97.3%
-accuracy of its fine-grained Penn tags on its own evaluation data; on help-page text, with its
-menu paths and UI labels, expect worse).
+``/usr/share/libreoffice/help/en-US/text/`` are read paragraph by paragraph (headings included) with
+``crossalign.data.corpora.libreoffice.page_paragraphs``, split into sentences and tagged with the 17
+Universal POS tags (``token.pos_``) by spaCy's English pipeline (``SPACY_MODEL``). The tags are
+*silver*: a tagger's predictions, not gold annotation (the model's card reports 97.3% accuracy of
+its fine-grained Penn tags on its own evaluation data; on help-page text, with its menu paths and UI
+labels, expect worse).
 
 The tagged sentences are built once and cached as ``sentences.jsonl`` (one
 ``{"words": [...], "tags": [...]}`` per line) with a ``card.json`` under
@@ -22,15 +22,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from crossalign.data.card import package_source, package_version
-from crossalign.data.libreoffice import (
+from crossalign.data.corpora.card import package_source, package_version
+from crossalign.data.corpora.libreoffice import (
     ENGLISH,
     HELP_ROOT,
     help_package,
     help_pages,
     page_paragraphs,
 )
-from crossalign.data.pos import UPOS, cache_dir, seeded_split
+from crossalign.data.corpora.pos import UPOS, cache_dir, seeded_split
 from crossalign.errors import CrossalignError
 from crossalign.extras import installed_version
 from crossalign.fileio import atomic_dir
@@ -47,7 +47,8 @@ SENTENCES = "sentences.jsonl"
 CARD = "card.json"
 
 FILTERS = [
-    "paragraphs and headings of the en-US help pages as crossalign.data.libreoffice reads them "
+    "paragraphs and headings of the en-US help pages as "
+    "crossalign.data.corpora.libreoffice reads them "
     "(embedded sections and hidden platform variants skipped)",
     "repeated paragraphs tagged once (first occurrence)",
     "sentences as spaCy's parser splits a paragraph; whitespace tokens (SPACE) dropped",
@@ -114,7 +115,7 @@ def tag_paragraphs(
 def cache_key(root: str | Path = HELP_ROOT) -> dict[str, Any]:
     """What the cached sentences depend on (read without loading spaCy): ``FORMAT``, the spaCy
     and model versions, the help package version and the help root."""
-    from crossalign.data.derive import SPACY_MODEL
+    from crossalign.data.derive.derivation import SPACY_MODEL
 
     return {
         "format": FORMAT,
@@ -154,7 +155,7 @@ def silver_sentences(
     if cached is not None:
         return cached
     paragraphs, n_pages = help_paragraphs(root)
-    from crossalign.data.derive import load_spacy
+    from crossalign.data.derive.derivation import load_spacy
 
     nlp = load_spacy(parse=True)
     sentences, counts = tag_paragraphs(paragraphs, nlp, batch_size)
@@ -189,7 +190,7 @@ def pos_silver_splits(
     root: str | Path = HELP_ROOT,
     cache: str | Path | None = None,
 ) -> dict[str, Tagged]:
-    """``silver_sentences`` split as ``crossalign.data.pos.pos_splits`` splits: a seeded
+    """``silver_sentences`` split as ``crossalign.data.corpora.pos.pos_splits`` splits: a seeded
     ``n_test`` sentences for ``test``, the rest ``train``, each in corpus order."""
     sentences = silver_sentences(root, cache)
     if n_test >= len(sentences):

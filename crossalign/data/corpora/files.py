@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crossalign.data.card import CARD
+from crossalign.data.corpora.card import CARD
 from crossalign.errors import CrossalignError
 from crossalign.fileio import read_json
 from crossalign.languages import check_language

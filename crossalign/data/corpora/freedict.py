@@ -22,7 +22,12 @@ from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
-from crossalign.data.card import PairSet, missing_package, package_source, write_dictionaries
+from crossalign.data.corpora.card import (
+    PairSet,
+    missing_package,
+    package_source,
+    write_dictionaries,
+)
 from crossalign.errors import CrossalignError
 from crossalign.languages import to_iso639_1
 

@@ -1,5 +1,6 @@
 """From configured sources to training data: resolve, check languages, tokenize once into a
-cached store (``crossalign.data.store``), and view it as packed blocks and sentence pairs."""
+cached store (``crossalign.data.store.token_store``), and view it as packed blocks and sentence
+pairs."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from crossalign.config import DataConfig, RunConfig
 from crossalign.data.inputs import PairInput, TextInput
 from crossalign.data.readers import dataset_spec
 from crossalign.data.sampling import language_probs
-from crossalign.data.store import (
+from crossalign.data.store.streaming import StreamingText, is_streaming
+from crossalign.data.store.token_store import (
     CHUNK_LINES,
     VERSION,
     MonoSentences,
@@ -34,7 +36,6 @@ from crossalign.data.store import (
     open_store,
     tokenizer_fingerprint,
 )
-from crossalign.data.streaming import StreamingText, is_streaming
 from crossalign.errors import CrossalignError
 from crossalign.languages import check_language
 
@@ -66,7 +67,7 @@ def resolve_sources(cfg: DataConfig) -> Sources:
     """
     sources = Sources()
     if cfg.corpus:
-        from crossalign.data.corpus import resolve_corpus
+        from crossalign.data.corpora.files import resolve_corpus
 
         found = resolve_corpus(cfg.corpus, cfg.languages or None)
         sources = Sources(**found)

@@ -17,7 +17,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from crossalign.data.card import PairSet, missing_package, package_source, write_parallel
+from crossalign.data.corpora.card import PairSet, missing_package, package_source, write_parallel
 
 SWORD_ROOT = Path("/usr/share/sword")
 

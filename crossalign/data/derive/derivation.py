@@ -44,7 +44,7 @@ from typing import Any
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
-from crossalign.data.derive_settings import DeriveSettings, parse_transform
+from crossalign.data.derive.settings import DeriveSettings, parse_transform
 from crossalign.errors import CrossalignError
 from crossalign.languages import DERIVED_LANG
 
@@ -416,7 +416,7 @@ class Derivation:
     @classmethod
     def load(cls, derived_dir: str | Path) -> Derivation:
         """The derivation a ``crossalign data derive`` output directory was written with."""
-        from crossalign.data.corpus import load_card
+        from crossalign.data.corpora.files import load_card
         from crossalign.data.tokenizer import load_tokenizer
 
         card = load_card(derived_dir).get("derived")
@@ -442,14 +442,14 @@ def read_english(
     """English lines per split from built corpora (the English side of each pair's splits,
     duplicates read once) or plain text files (split here, seeded: ``n_valid`` and ``n_test``
     lines, each at most 10% of the file)."""
-    from crossalign.data.card import SPLITS
+    from crossalign.data.corpora.card import SPLITS
     from crossalign.data.readers import read_text
 
     out: dict[str, dict[str, None]] = {split: {} for split in SPLITS}
     for spec in corpora:
         path = Path(spec)
         if path.is_dir():
-            from crossalign.data.corpus import load_card
+            from crossalign.data.corpora.files import load_card
 
             card = load_card(path)
             pairs = [n for n, p in card["pairs"].items() if "en" in (p.get("src"), p.get("tgt"))]
@@ -505,7 +505,7 @@ def write_derived(out: str | Path, settings: DeriveSettings, command: str = "") 
     token pieces of each language).
     """
     from crossalign.config import TokenizerConfig
-    from crossalign.data.card import SPLITS
+    from crossalign.data.corpora.card import SPLITS
     from crossalign.data.tokenizer import load_tokenizer, train_tokenizer
     from crossalign.fileio import atomic_dir, write_json_atomic, write_lines_atomic
 
