@@ -5,7 +5,7 @@ masks src_mask [B, m] and tgt_mask [B, n] (True at real tokens); links are bool 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -295,21 +295,6 @@ def subword_alignment(
     else:
         links = argmax_links(cosine_scores(src, tgt), src_mask, tgt_mask)
     return SubwordAlignment(links, probs, probs)
-
-
-def subword_links(
-    src: torch.Tensor,
-    tgt: torch.Tensor,
-    src_mask: torch.Tensor,
-    tgt_mask: torch.Tensor,
-    method: str = "ot",
-    **options: Any,
-) -> torch.Tensor:
-    """The links of ``subword_alignment`` (same arguments) alone.
-
-    src [B, m, d], tgt [B, n, d], src_mask [B, m], tgt_mask [B, n] -> bool [B, m, n].
-    """
-    return subword_alignment(src, tgt, src_mask, tgt_mask, method, **options).links
 
 
 def plan_links(

@@ -41,15 +41,6 @@ def sacrebleu_corpus(
     return score, str(metric.get_signature())
 
 
-def sacrebleu_score(
-    hypotheses: Sequence[str], references: Sequence[str], lang: str
-) -> tuple[float, str]:
-    """sacreBLEU's corpus BLEU in [0, 100] and its signature (see ``sacrebleu_corpus``), e.g.
-    ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``."""
-    score, signature = sacrebleu_corpus(hypotheses, references, lang)
-    return score.score, signature
-
-
 def moses_tokenize(sentences: Sequence[str], lang: str) -> list[str]:
     """``sentences`` tokenized by sacremoses' ``MosesTokenizer`` for ``lang`` (its primary
     subtag) with ``escape=False`` (``&`` and quotes stay as they are), tokens joined by

@@ -16,7 +16,7 @@ from crossalign.evals.bleu import (
     aligned_files,
     hypotheses_path,
     read_aligned,
-    sacrebleu_score,
+    sacrebleu_corpus,
     tokenized_bleu,
 )
 from crossalign.evals.options import BLEUOptions
@@ -60,12 +60,13 @@ def moses(sentences: list[str], lang: str = "en") -> list[str]:
     return [tok.tokenize(s, escape=False, return_str=True) for s in sentences]
 
 
-def test_sacrebleu_score_is_sacrebleus_corpus_bleu_with_its_signature():
-    score, signature = sacrebleu_score(HYPS, REFS, "en")
+def test_sacrebleu_corpus_is_sacrebleus_corpus_bleu_with_its_signature():
+    bleu, signature = sacrebleu_corpus(HYPS, REFS, "en")
+    score = bleu.score
     assert score == pytest.approx(sacrebleu.corpus_bleu(HYPS, [REFS]).score, abs=1e-9)
     assert 5 < score < 95
     assert signature.startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
-    assert "tok:zh" in sacrebleu_score(["我们去公园。"], ["我们去公园了。"], "zh-CN")[1]
+    assert "tok:zh" in sacrebleu_corpus(["我们去公园。"], ["我们去公园了。"], "zh-CN")[1]
 
 
 def test_tokenized_bleu_is_multi_bleu_on_moses_tokens():
@@ -76,7 +77,7 @@ def test_tokenized_bleu_is_multi_bleu_on_moses_tokens():
     assert 5 < expected < 95
     assert tokenized_bleu(HYPS, REFS, "en") == pytest.approx(expected, abs=1e-9)
     # tokenization decides the n-grams: the detokenized sacreBLEU figure is another number
-    assert abs(tokenized_bleu(HYPS, REFS, "en") - sacrebleu_score(HYPS, REFS, "en")[0]) > 0.5
+    assert abs(tokenized_bleu(HYPS, REFS, "en") - sacrebleu_corpus(HYPS, REFS, "en")[0].score) > 0.5
 
 
 def test_tokenized_bleu_tokenizes_what_multi_bleu_would_not():
@@ -89,7 +90,7 @@ def test_tokenized_bleu_is_zero_when_a_precision_is_zero_unlike_smoothed_sacrebl
     hyps, refs = ["the cat sat on a mat"], ["the cat sat down on a mat"]
     assert multi_bleu(moses(hyps), moses(refs)) == 0.0  # no 4-gram matches
     assert tokenized_bleu(hyps, refs, "en") == 0.0
-    assert sacrebleu_score(hyps, refs, "en")[0] > 0  # exp smoothing
+    assert sacrebleu_corpus(hyps, refs, "en")[0].score > 0  # exp smoothing
 
 
 def test_tokenized_bleu_is_case_sensitive():

@@ -11,7 +11,7 @@ from crossalign.align.extract import (
     argmax_links,
     eq9_literal_links,
     itermax_links,
-    subword_links,
+    subword_alignment,
     union_links,
 )
 
@@ -85,14 +85,14 @@ def test_ot_recovers_a_permutation_and_ignores_padding():
     tgt_mask = torch.tensor([[1] * 6 + [0], [1] * 4 + [0] * 3]).bool()
     options = {"ot": {}, "itermax": {}, "argmax": {}}
     for method, extra in options.items():
-        links = subword_links(src, tgt, src_mask, tgt_mask, method, **extra)
+        links = subword_alignment(src, tgt, src_mask, tgt_mask, method, **extra).links
         expected0 = torch.zeros(6, 7, dtype=torch.bool)
         expected0[perm, torch.arange(6)] = True
         assert torch.equal(links[0], expected0), method
         assert torch.equal(links[1, :4, :4], torch.eye(4, dtype=torch.bool)), method
         assert links[1].sum() == 4
     # Eq. 8-9 read literally add the largest unlinked score of a round: a superset
-    links = subword_links(src, tgt, src_mask, tgt_mask, "ot", ot_filter="eq9-literal")
+    links = subword_alignment(src, tgt, src_mask, tgt_mask, "ot", ot_filter="eq9-literal").links
     assert links[0, perm, torch.arange(6)].all() and links[0].sum() > 6
     assert not links[0, :, 6].any() and not links[1, 4:].any() and not links[1, :, 4:].any()
 
@@ -100,7 +100,7 @@ def test_ot_recovers_a_permutation_and_ignores_padding():
 def test_unknown_method():
     x = torch.zeros(1, 1, 2)
     with pytest.raises(ValueError, match="unknown alignment method"):
-        subword_links(x, x, torch.ones(1, 1).bool(), torch.ones(1, 1).bool(), "fast")
+        subword_alignment(x, x, torch.ones(1, 1).bool(), torch.ones(1, 1).bool(), "fast")
 
 
 def eq7(a: np.ndarray, allowed: np.ndarray) -> set[tuple[int, int]]:
@@ -180,8 +180,8 @@ def test_ot_filters_contain_the_mutual_argmaxes_and_differ():
     src, tgt = torch.randn(1, 6, 8, generator=gen), torch.randn(1, 7, 8, generator=gen)
     sm, tm = torch.ones(1, 6, dtype=torch.bool), torch.ones(1, 7, dtype=torch.bool)
     filters = ("eq9-literal", "itermax", "union")
-    found = {f: subword_links(src, tgt, sm, tm, "ot", ot_filter=f) for f in filters}
-    base = subword_links(src, tgt, sm, tm, "ot", ot_filter="eq9-literal", filter_iters=1)
+    found = {f: subword_alignment(src, tgt, sm, tm, "ot", ot_filter=f).links for f in filters}
+    base = subword_alignment(src, tgt, sm, tm, "ot", ot_filter="eq9-literal", filter_iters=1).links
     for links in found.values():
         assert bool((links | base).eq(links).all())  # all contain the plan's mutual argmaxes
     assert found["union"].any(2).all() and found["union"].any(1).all()  # every token linked

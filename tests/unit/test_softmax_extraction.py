@@ -12,7 +12,6 @@ from crossalign.align.extract import (
     softmax_links,
     softmax_probabilities,
     subword_alignment,
-    subword_links,
 )
 from crossalign.align.sinkhorn import sinkhorn_log_plans
 from crossalign.align.words import pair_scores, word_max
@@ -95,7 +94,7 @@ def test_a_constructed_case_with_a_known_answer():
     mask_s, mask_t = torch.ones(1, 2, dtype=torch.bool), torch.ones(1, 3, dtype=torch.bool)
     # S = [[0, 100, 0], [100, 0, 0]]: P_src→tgt of row 0 is (e^-100, 1, e^-100) / Z; the null
     # column has P_tgt→src = (1/2, 1/2) > 1e-3 but P_src→tgt ≈ e^-100 < 1e-3: not linked
-    links = subword_links(src, tgt, mask_s, mask_t, "softmax")
+    links = subword_alignment(src, tgt, mask_s, mask_t, "softmax").links
     assert links[0].tolist() == [[False, True, False], [True, False, False]]
     # with small dot products every probability is large: threshold 1e-3 links all 6 pairs,
     # but P_src→tgt = 1/3 and P_tgt→src = 1/2 everywhere, so 0.4 keeps none
@@ -127,7 +126,6 @@ def test_scores_of_each_method():
         expected = awesome_align_probabilities(src, tgt, sm, tm) if method == "softmax" else None
         torch.testing.assert_close(found.scores, (p1 + p2) / 2 if expected is None else expected)
         torch.testing.assert_close(found.probs, (p1 + p2) / 2)
-        assert torch.equal(found.links, subword_links(src, tgt, sm, tm, method))
     found = subword_alignment(src, tgt, sm, tm, "ot")
     f_sim = torch.bmm(src, tgt.transpose(1, 2)).clamp(min=1e-6).log()
     torch.testing.assert_close(found.scores, sinkhorn_log_plans(f_sim, sm, tm, 1.0, 2).plan.exp())

@@ -117,13 +117,3 @@ def language_text(
             f"no text for '{lang}': give --corpus DIR, or --src-text and --tgt-text FILE..."
         )
     return lines[:limit]
-
-
-def pair_from_dictionary_dir(path: str | Path) -> tuple[str, str] | None:
-    """(src, tgt) from a dictionary's directory name ``<src>-<tgt>`` (``data/freedict/en-de``);
-    None when the name has no hyphen."""
-    name = Path(path).parent.name
-    if "-" in name:
-        src, tgt = name.split("-", 1)
-        return src, tgt
-    return None
