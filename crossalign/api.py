@@ -69,14 +69,13 @@ def induce_dictionary(
     """The token dictionary ``crossalign induce-dict`` induces from ``model``: (source token,
     target token, CSLS score), best first. Options are ``induce-dict``'s (``corpus`` or
     ``src_text``/``tgt_text``, ``layer``, ``threshold``, ``other_max``, ``k``, ``device``, ...)."""
-    from crossalign.evals.results import model_dir_of
     from crossalign.lexicon.embed import load_masked_lm
     from crossalign.lexicon.induce import induce_with_options
     from crossalign.lexicon.options import InductionOptions
     from crossalign.schema import build_dataclass
 
     opts = build_dataclass(InductionOptions, options, "induce_dictionary")
-    encoder, tokenizer = load_masked_lm(str(model_dir_of(model)), opts.device)
+    encoder, tokenizer = load_masked_lm(str(model), opts.device)
     return induce_with_options(encoder, tokenizer, opts, src, tgt).forward.pairs(tokenizer)
 
 

@@ -21,7 +21,8 @@ class AlignFiles:
     """Read 'source ||| target' lines from FILE ('-': stdin) instead of SRC_FILE TGT_FILE."""
     layer: int = 8
     """Hidden layer (0 = embeddings)."""
-    model: str | None = opt(None, metavar="DIR", help="save_pretrained model + tokenizer directory")
+    model: str | None = opt(None, metavar="DIR")
+    """save_pretrained model + tokenizer directory, a run directory (its model/) or a hub id."""
     device: str | None = None
     """Torch device (default: cuda if available, else cpu)."""
     languages: tuple[str, str] | None = opt(None, parse=parse_language_pair, metavar="SRC-TGT")
@@ -40,7 +41,9 @@ def _align(args: argparse.Namespace) -> int:
 
     o, cfg = options_from(args, AlignFiles), options_from(args, AlignConfig)
     if not o.model:
-        raise CrossalignError("--model DIR is required: a save_pretrained model directory")
+        raise CrossalignError(
+            "--model DIR is required: a save_pretrained model directory or a run directory"
+        )
     if o.input is not None and (o.src_file or o.tgt_file):
         raise CrossalignError("give either --input FILE or SRC_FILE TGT_FILE, not both")
     if o.input is None and not (o.src_file and o.tgt_file):

@@ -80,18 +80,6 @@ def run_of(model_dir: str | Path) -> Path | None:
     return candidate if (candidate / CONFIG).is_file() else None
 
 
-def model_dir_of(path: str | Path) -> Path:
-    """The model a ``--model`` argument names: a run directory means its ``model/``."""
-    path = Path(path)
-    if (
-        (path / CONFIG).is_file()
-        and (path / "model").is_dir()
-        and not (path / "config.json").is_file()
-    ):
-        return path / "model"
-    return path
-
-
 def _is_hub_model(model: str | Path) -> bool:
     """A model named by hub id: no such local path, and the name reads as an id."""
     from crossalign.hub import is_hub_id
@@ -172,8 +160,10 @@ def run_evaluation(
     """Run ``evaluation`` (``options``: a mapping or its options dataclass) and append its
     record to ``results`` (None: the default path; False: write none). Returns the record and
     the evaluation's output (notes, files, legacy payload)."""
+    from crossalign.models.load import model_dir as resolve_model_dir
+
     opts = evaluation.build_options(options)
-    model = None if model_dir is None else model_dir_of(model_dir)
+    model = None if model_dir is None else resolve_model_dir(model_dir)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     out = evaluate(evaluation, model, opts)
@@ -205,9 +195,11 @@ def find_record(
     """The latest of ``records`` that measured the same thing ``run_evaluation(evaluation,
     model_dir, options, label=label)`` would: same evaluation and version, options, label and
     model config hash; None when there is none."""
+    from crossalign.models.load import model_dir as resolve_model_dir
+
     probe = ResultRecord(
         eval=evaluation.name,
-        model=model_identity(model_dir_of(model_dir)),
+        model=model_identity(resolve_model_dir(model_dir)),
         options=options_dict(evaluation.build_options(options)),
         metrics={},
         versions={"eval": evaluation.version},

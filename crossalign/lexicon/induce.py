@@ -228,7 +228,6 @@ def induce_dictionary(opts: InduceOptions) -> InducedFiles:
     """``crossalign induce-dict``: induce both directions from ``opts.model`` and write the
     forward dictionary to ``opts.out`` (and the backward one to ``opts.backward``) as MUSE
     lines, best score first."""
-    from crossalign.evals.results import model_dir_of
     from crossalign.fileio import write_lines_atomic
     from crossalign.lexicon.embed import load_masked_lm
 
@@ -238,7 +237,7 @@ def induce_dictionary(opts: InduceOptions) -> InducedFiles:
                 f"{flag} {out} is a directory; give a file path, e.g. "
                 f"{Path(out) / f'{opts.src}-{opts.tgt}.txt'}"
             )
-    model, tokenizer = load_masked_lm(str(model_dir_of(opts.model)), opts.device)
+    model, tokenizer = load_masked_lm(str(opts.model), opts.device)
     result = induce_with_options(model, tokenizer, opts, opts.src, opts.tgt)
     n = write_lines_atomic(opts.out, result.forward.lines(tokenizer))
     m = None

@@ -1,8 +1,11 @@
 """One loader for saved models, one language → token-type id rule, one input-length rule.
 
-``load_model`` reads a ``save_pretrained`` directory, or a Hugging Face hub id from the local
-cache or the hub (``crossalign.hub``), with the head a command needs; every load failure is a
-one-line CrossalignError naming the option (``key``) that gave the path. The
+Wherever a model is named (``--model`` of align, eval, induce-dict; ``model.path``), it may be
+a ``save_pretrained`` directory, a training run directory (its ``model/`` is meant) or a Hugging
+Face hub id (``crossalign.hub``): ``model_dir`` is the one rule that resolves the name and
+``model_source`` checks what it resolved to. ``load_model`` reads the model with the head a
+command needs; every load failure is a one-line CrossalignError naming the option (``key``)
+that gave the path. The
 language embeddings of a crossalign model are its token-type rows, one per language of the
 config's ``crossalign_languages``; ``language_type_id`` maps a language to its row.
 """
@@ -99,11 +102,29 @@ def _from_pretrained(source: str, head: Head, kwargs: dict, name: str) -> PreTra
     return EncoderDecoderModel.from_pretrained(source).get_encoder()
 
 
+RUN_CONFIG = "config.yaml"
+"""The settings file of a training run directory (``crossalign.checkpoint.CONFIG``)."""
+
+
+def model_dir(path: str | Path) -> Path:
+    """The model a model argument names, unchecked: a training run directory (one holding
+    ``config.yaml`` and ``model/`` but no ``config.json`` of its own) means its ``model/``;
+    a ``save_pretrained`` directory, a hub id or a path that does not exist is itself."""
+    path = Path(path)
+    if (
+        (path / RUN_CONFIG).is_file()
+        and (path / "model").is_dir()
+        and not (path / "config.json").is_file()
+    ):
+        return path / "model"
+    return path
+
+
 def model_source(path: str | Path, key: str) -> str:
     """``path`` as ``from_pretrained`` gets it: a local ``save_pretrained`` directory (it must
-    hold ``config.json``) or a Hugging Face hub id (``crossalign.hub``); anything else is a
-    CrossalignError naming ``key``."""
-    local = Path(path).expanduser()
+    hold ``config.json``; a run directory means its ``model/``, see ``model_dir``) or a Hugging
+    Face hub id (``crossalign.hub``); anything else is a CrossalignError naming ``key``."""
+    local = model_dir(Path(path).expanduser())
     if not local.exists():
         if is_hub_id(str(path)):
             return str(path)
@@ -136,7 +157,7 @@ def load_model_and_tokenizer(
     from crossalign.data.tokenizer import load_tokenizer
 
     model_source(path, key)  # before the tokenizer's own complaint about the directory
-    tokenizer = load_tokenizer(path, key, masked_lm=masked_lm)
+    tokenizer = load_tokenizer(model_dir(path), key, masked_lm=masked_lm)
     return load_model(path, key=key, **kw), tokenizer
 
 

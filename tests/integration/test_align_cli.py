@@ -76,6 +76,20 @@ def test_align_writes_sorted_links_in_range(tiny_model, files, tmp_path, method,
     assert sum(map(len, lines)) >= N_PAIRS - 1  # argmax links at least one pair per sentence
 
 
+def test_a_run_directory_aligns_with_its_model(tiny_model, files, tmp_path):
+    """``--model RUN_DIR`` (a directory holding ``config.yaml`` and ``model/``) means the
+    run's ``model/``, as it does for ``eval``: the same links as naming ``model/`` itself."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_model, run / "model")
+    (run / "config.yaml").write_text("run_dir: run\n")
+    src, tgt = files
+    direct = align(run / "model", src, tgt, tmp_path / "direct.txt")
+    assert align(run, src, tgt, tmp_path / "run.txt") == direct
+    assert sum(map(len, direct)) > 0
+
+
 @pytest.mark.parametrize("method", ["ot", "softmax"])
 @pytest.mark.parametrize("encoding", ["tlm", "concat", "separate"])
 def test_batched_equals_one_pair_at_a_time(tiny_model, files, tmp_path, encoding, method):

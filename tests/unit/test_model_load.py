@@ -15,6 +15,8 @@ from crossalign.models.load import (
     language_index,
     language_type_id,
     load_model,
+    model_dir,
+    model_source,
     position_offset,
 )
 
@@ -63,6 +65,29 @@ def test_load_model_eval_mode_default_device_and_keep_layers(
     assert len(model.encoder.layer) == 1 and model.config.num_hidden_layers == 1
     with pytest.raises(CrossalignError, match=f"^layer 3 does not exist: --model {saved} has"):
         load_model(saved, head="encoder", keep_layers=3)
+
+
+def test_one_resolver_for_model_dirs_run_dirs_and_hub_ids(saved: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    for name in ("config.json", "model.safetensors"):
+        (run / "model" / name).write_bytes((saved / name).read_bytes())
+    (run / "config.yaml").write_text("run_dir: run\n")
+    assert model_dir(run) == run / "model"  # a run directory means its model/
+    assert model_dir(run / "model") == run / "model"
+    assert model_dir(saved) == saved
+    assert model_dir("org/name") == Path("org/name")  # a hub id is itself
+    assert model_dir(tmp_path / "nope") == tmp_path / "nope"
+    assert model_source(run, "--model") == str(run / "model")
+    assert model_source("org/name", "--model") == "org/name"
+    from_run, direct = (load_model(m, device="cpu").state_dict() for m in (run, saved))
+    assert all(torch.equal(from_run[k], direct[k]) for k in direct)
+    (run / "config.json").write_bytes((saved / "config.json").read_bytes())
+    assert model_dir(run) == run  # a save_pretrained directory that also holds a config.yaml
+    bare = tmp_path / "bare"
+    (bare / "model").mkdir(parents=True)
+    with pytest.raises(CrossalignError, match=f"^--model {bare} is not a save_pretrained"):
+        model_source(bare, "--model")  # no config.yaml: not a run directory
 
 
 def test_language_type_id() -> None:
