@@ -5,6 +5,6 @@
 configured sources into the tokenized, memory-mapped store every run reads. The modules at
 this level are the low-level pieces those stages and the objectives share: the line rules of a
 user's text files (``lines``, ``readers``, ``inputs``), the tokenizer (``tokenizer``,
-``specials``), and the input transforms an objective's collator applies (``masking``,
-``noise``, ``pair_layout``), with batching and sampling.
+``specials``), the input transforms an objective's collator applies (``masking``, ``noise``,
+``pair_layout``), and the options of the data commands (``options``).
 """
