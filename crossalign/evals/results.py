@@ -198,7 +198,7 @@ def run_evaluation(
 def find_record(
     records: list[ResultRecord],
     evaluation: Evaluation,
-    model_dir: str | Path,
+    model_dir: str | Path | None,
     options: Any,
     label: str | None = None,
 ) -> ResultRecord | None:
@@ -207,7 +207,7 @@ def find_record(
     model config hash; None when there is none."""
     probe = ResultRecord(
         eval=evaluation.name,
-        model=model_identity(model_dir_of(model_dir)),
+        model=model_identity(None if model_dir is None else model_dir_of(model_dir)),
         options=options_dict(evaluation.build_options(options)),
         metrics={},
         versions={"eval": evaluation.version},

@@ -77,16 +77,18 @@ def ensure_evaluated(
     run: PlannedRun, evaluation: Evaluation, opts: Any, spec_label: str | None, label: str
 ) -> ResultRecord:
     """The record of ``evaluation`` with built options ``opts`` (and record label
-    ``spec_label``) on the run's model: read from ``RUN/results.jsonl`` when the same
-    measurement is there, else measured and appended there."""
+    ``spec_label``) on the run's model (none for an evaluation that reads none): read from
+    ``RUN/results.jsonl`` when the same measurement is there, else measured and appended
+    there."""
     from crossalign.evals.results import RESULTS, find_record, read_results, run_evaluation
 
-    found = find_record(read_results(run.run_dir), evaluation, run.model_dir, opts, spec_label)
+    model = None if evaluation.model == "none" else run.model_dir
+    found = find_record(read_results(run.run_dir), evaluation, model, opts, spec_label)
     if found is not None:
         return found
     print(f"== evaluating {label}: {spec_label or evaluation.name}")
     record, _ = run_evaluation(
-        evaluation, run.model_dir, opts, results=run.run_dir / RESULTS, label=spec_label
+        evaluation, model, opts, results=run.run_dir / RESULTS, label=spec_label
     )
     return record
 
@@ -190,10 +192,20 @@ def run_study(
         from crossalign.report import write_report
 
         extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
+        data: dict[str, Any] = {}
+        if study.hypotheses or study.gates:
+            from crossalign.study.verdicts import hypotheses_section
+
+            section, data["hypotheses"] = hypotheses_section(study, result)
+            extra.insert(0, ("Hypotheses", section))
+            for h in data["hypotheses"]["hypotheses"]:
+                cell = "".join(f" [{k}={v}]" for k, v in h["cell"].items())
+                why = f" ({h['reason']})" if h["reason"] else ""
+                print(f"hypothesis {h['name']}{cell}: {h['verdict']}{why}")
         pairs = contrast_pairs(study, runs)
         paths = write_report(
             [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
-            extra_sections=extra, contrasts=pairs,
+            extra_sections=extra, contrasts=pairs, extra_json=data,
         )  # fmt: skip
         result.report = Path(paths.markdown)
     return result

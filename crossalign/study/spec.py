@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from crossalign.errors import CrossalignError
+from crossalign.study.hypotheses import Gate, Hypothesis, check_spec
 
 VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A variable in a study string: a name alone in braces."""
@@ -143,6 +144,14 @@ class Study:
     """Pairs of runs ``[baseline, method]``: the report lists the measures on which the
     method is better or worse than the baseline beyond seed noise (95% intervals apart over
     the seeds), with Welch's p."""
+    hypotheses: list[Hypothesis] = field(default_factory=list)
+    """The pre-registered hypotheses (``crossalign.study.hypotheses``): committed before the
+    runs that test them; the report judges each MET, NOT MET or INCONCLUSIVE."""
+    gates: list[Gate] = field(default_factory=list)
+    """Competence conditions the runs must meet for the hypotheses to be judged."""
+    files: list[str] = field(default_factory=list)
+    """Set by ``load_study``, not read from the file: the study file and the files it
+    extends (the report names the commit of each)."""
 
 
 @dataclass
@@ -176,7 +185,8 @@ def merge(base: Any, change: Any) -> Any:
 
 def _read_study(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     """A study file's data with its ``extends`` chain resolved (paths relative to the file
-    that names them); a missing file or a chain that comes back to a file is an error."""
+    that names them; ``files`` lists them, this file first); a missing file or a chain that
+    comes back to a file is an error."""
     from crossalign.schema import parse_yaml
 
     if not path.is_file():
@@ -189,11 +199,12 @@ def _read_study(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         raise CrossalignError(f"{path}: the top level must be a mapping of keys")
     parent = data.get("extends")
     if parent is None:
-        return data
+        return {**data, "files": [str(path)]}
     if not isinstance(parent, str):
         raise CrossalignError(f"{path}: extends must be a file path, got {parent!r}")
     base = _read_study(path.parent / parent, (*seen, path.resolve()))
-    return {**merge(base, {k: v for k, v in data.items() if k != "extends"}), "extends": parent}
+    merged = merge(base, {k: v for k, v in data.items() if k != "extends"})
+    return {**merged, "extends": parent, "files": [str(path), *base["files"]]}
 
 
 def load_study(path: str | Path, overrides: Sequence[str] = ()) -> Study:
@@ -265,6 +276,10 @@ def _check(study: Study, path: Path) -> None:
                 f"{path}: evaluations.{i} ({spec.eval}) names run '{unknown[0]}', which the "
                 f"study does not have; its runs: {', '.join(names)}"
             )
+    try:
+        check_spec(study.hypotheses, study.gates, names)
+    except CrossalignError as e:
+        raise CrossalignError(f"{path}: {e}") from None
     fields = set(VARIABLE.findall(study.run_dir))
     needed = {"run", *study.matrix}
     missing = sorted(needed - fields)
