@@ -108,9 +108,11 @@ class Contrast:
     op: str
 
 
-def parse_contrast(text: str, aliases: Sequence[str], runs: Sequence[str], where: str) -> Contrast:
-    """``text`` parsed into a ``Contrast``; an unknown alias or run, or any other syntax, is a
-    one-line error naming ``where``."""
+def parse_contrast(
+    text: str, aliases: Sequence[str], runs: Sequence[str] | None, where: str
+) -> Contrast:
+    """``text`` parsed into a ``Contrast``; an unknown alias, a run not in ``runs`` (None: any
+    name), or any other syntax is a one-line error naming ``where``."""
     try:
         tree = ast.parse(text, mode="eval").body
     except SyntaxError:
@@ -142,7 +144,7 @@ def parse_contrast(text: str, aliases: Sequence[str], runs: Sequence[str], where
                 raise CrossalignError(
                     f"{where}: '{alias}' is not one of its measures ({', '.join(aliases)})"
                 )
-            if run not in runs:
+            if runs is not None and run not in runs:
                 raise CrossalignError(f"{where}: no run '{run}' in the study ({', '.join(runs)})")
             if (alias, run) not in terms:
                 terms.append((alias, run))
@@ -291,10 +293,12 @@ def judge_all(
     gates: Sequence[Gate],
     cells: Sequence[dict[str, Any]],
     values_of: Callable[[dict[str, Any], Mapping[str, str]], Values],
-    runs: Sequence[str],
+    runs: Sequence[str] | None = None,
 ) -> tuple[list[GateResult], list[HypothesisResult]]:
     """Every gate and hypothesis judged in every matrix cell it applies to. ``values_of(cell,
-    measures)`` gives the measures' values per ``(alias, run)`` and seed in that cell."""
+    measures)`` gives the measures' values per ``(alias, run)`` and seed in that cell; a run
+    with no values (e.g. not selected) leaves its hypotheses INCONCLUSIVE and fails its
+    gates. ``runs``: the study's run names, when not checked already (``check_spec``)."""
     gate_results: list[GateResult] = []
     results: list[HypothesisResult] = []
     for cell in cells:

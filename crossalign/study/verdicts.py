@@ -85,7 +85,6 @@ def hypotheses_section(study: Study, result: StudyResult) -> tuple[str, dict[str
         study.gates,
         cells(study),
         values_from(study, result),
-        [r.name for r in study.runs],
     )
     commit, note = hypotheses_commit(study.files)
     lines = [f"Pre-registered in the study file ({note})."]
