@@ -48,7 +48,9 @@ class Hypothesis:
     """Its name in the report."""
     measures: dict[str, str]
     """Alias → metric key (``eval.metric``, or ``label.metric`` for a labelled evaluation,
-    e.g. ``aer_de_en.L8/aer``)."""
+    e.g. ``aer_de_en.L8/aer``). Values are in the records' units: fractions for AER,
+    precision and accuracy of alignment, BLI and retrieval (one point is 0.01), percent for
+    ``transfer``."""
     contrast: str
     """``L op R`` with op one of ``> >= < <=``; ``L`` and ``R`` combine ``alias(run)`` terms,
     numbers, ``+ - * /`` and parentheses, e.g. ``delta(mlm) - 2 * delta(align_mlm) > 0``."""
