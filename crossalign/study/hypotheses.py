@@ -17,7 +17,8 @@ A contrast ``L op R`` is tested as ``D > 0`` with ``D = L − R`` (``>``, ``>=``
 the opposite one-sided test has ``p < alpha`` (the data show the effect is absent or smaller);
 **INCONCLUSIVE** otherwise, when a run has fewer than two seeds, or when a gate fails. A gate
 is judged on the means over seeds; a failed (or unmeasured) gate makes every hypothesis of its
-cell INCONCLUSIVE with the gate named — never NOT MET on a baseline that does not function.
+cell that it guards (``hypotheses``; default every one) INCONCLUSIVE with the gate named —
+never NOT MET on a baseline that does not function.
 
 Measures of one run are paired by seed: a linear contrast is Welch's test over runs of each
 run's per-seed combination (``crossalign.stats.linear_contrast``); ``bootstrap`` resamples
@@ -76,6 +77,9 @@ class Gate:
     """``L op R`` as a hypothesis's contrast, judged on the means over seeds."""
     cell: dict[str, Any] = field(default_factory=dict)
     """The matrix cell it applies to (empty: every cell)."""
+    hypotheses: list[str] = field(default_factory=list)
+    """The hypotheses it guards (empty: every one), e.g. a BLI word count guards the BLI
+    hypotheses, not the retrieval ones."""
     description: str = ""
     """Why the baseline must meet it."""
 
@@ -304,7 +308,7 @@ def judge_all(
     gate_results: list[GateResult] = []
     results: list[HypothesisResult] = []
     for cell in cells:
-        failed = []
+        failed: list[Gate] = []
         for i, gate in enumerate(gates):
             if not _applies(gate.cell, cell):
                 continue
@@ -313,7 +317,7 @@ def judge_all(
             ok = value is not None and (value > 0 if contrast.op in (">", "<") else value >= 0)
             gate_results.append(GateResult(gate, cell, value, ok))
             if not ok:
-                failed.append(gate.name)
+                failed.append(gate)
         for i, hyp in enumerate(hypotheses):
             if not _applies(hyp.cell, cell):
                 continue
@@ -325,8 +329,9 @@ def judge_all(
             except ValueError as e:
                 results.append(HypothesisResult(hyp, cell, INCONCLUSIVE, None, str(e), spread))
                 continue
-            if failed:
-                reason = f"gate failed: {', '.join(failed)}"
+            guards = [g.name for g in failed if not g.hypotheses or hyp.name in g.hypotheses]
+            if guards:
+                reason = f"gate failed: {', '.join(guards)}"
                 results.append(HypothesisResult(hyp, cell, INCONCLUSIVE, test, reason, spread))
                 continue
             results.append(HypothesisResult(hyp, cell, judge(test, hyp.alpha), test, "", spread))
@@ -349,8 +354,15 @@ def check_spec(
                 linear_coefficients(contrast)
             except CrossalignError as e:
                 raise CrossalignError(f"{where}: {e}") from None
+    known = [h.name for h in hypotheses]
     for i, gate in enumerate(gates):
         parse_contrast(gate.condition, list(gate.measures), runs, f"gates.{i}")
+        unknown = [n for n in gate.hypotheses if n not in known]
+        if unknown:
+            raise CrossalignError(
+                f"gates.{i}.hypotheses: no hypothesis '{unknown[0]}'; the study's: "
+                f"{', '.join(known) or '(none)'}"
+            )
     names = [h.name for h in hypotheses] + [g.name for g in gates]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

@@ -189,23 +189,49 @@ def run_study(
         ]
     result = StudyResult(runs=runs, records=records, report=None)
     if report:
-        from crossalign.report import write_report
+        result.report = write_study_report(study, result)
+    return result
 
-        extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
-        data: dict[str, Any] = {}
-        if study.hypotheses or study.gates:
-            from crossalign.study.verdicts import hypotheses_section
 
-            section, data["hypotheses"] = hypotheses_section(study, result)
-            extra.insert(0, ("Hypotheses", section))
-            for h in data["hypotheses"]["hypotheses"]:
-                cell = "".join(f" [{k}={v}]" for k, v in h["cell"].items())
-                why = f" ({h['reason']})" if h["reason"] else ""
-                print(f"hypothesis {h['name']}{cell}: {h['verdict']}{why}")
-        pairs = contrast_pairs(study, runs)
-        paths = write_report(
-            [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
-            extra_sections=extra, contrasts=pairs, extra_json=data,
-        )  # fmt: skip
-        result.report = Path(paths.markdown)
+def write_study_report(study: Study, result: StudyResult) -> Path:
+    """Write ``OUT/report`` for ``result``: ``crossalign report`` over the study's runs, its
+    pre-registered hypotheses and gates judged first (also printed), the correlations and the
+    contrasts; returns the Markdown page."""
+    from crossalign.report import write_report
+
+    runs = result.runs
+    extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
+    data: dict[str, Any] = {}
+    if study.hypotheses or study.gates:
+        from crossalign.study.verdicts import hypotheses_section
+
+        section, data["hypotheses"] = hypotheses_section(study, result)
+        extra.insert(0, ("Hypotheses", section))
+        for h in data["hypotheses"]["hypotheses"]:
+            cell = "".join(f" [{k}={v}]" for k, v in h["cell"].items())
+            why = f" ({h['reason']})" if h["reason"] else ""
+            print(f"hypothesis {h['name']}{cell}: {h['verdict']}{why}")
+    paths = write_report(
+        [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
+        extra_sections=extra, contrasts=contrast_pairs(study, runs), extra_json=data,
+    )  # fmt: skip
+    return Path(paths.markdown)
+
+
+def report_study(study: Study) -> StudyResult:
+    """The study's report from the records its run directories hold, with nothing trained or
+    evaluated: every run directory with a ``results.jsonl`` is read as it is, whatever options
+    or version of an evaluation made its records (the latest record of each evaluation or
+    label counts). For judging a study's hypotheses from records kept without models."""
+    from crossalign.evals.results import RESULTS, read_results
+
+    runs = [r for r in plan(study) if (r.run_dir / RESULTS).is_file()]
+    if not runs:
+        raise CrossalignError(
+            f"study '{study.name}': no run directory under {study.out} holds {RESULTS}; run "
+            "'crossalign compare' first"
+        )
+    result = StudyResult(runs=runs, records={r.run_dir: read_results(r.run_dir) for r in runs},
+                         report=None)  # fmt: skip
+    result.report = write_study_report(study, result)
     return result

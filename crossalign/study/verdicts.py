@@ -101,7 +101,8 @@ def hypotheses_section(study: Study, result: StudyResult) -> tuple[str, dict[str
     if gates:
         lines += [
             "",
-            "| gate | cell | condition | value at the means | passed |",
+            "| gate | cell | condition | D at the means (passes at ≥ 0; > 0 for > and <) "
+            "| passed |",
             "|---|---|---|---|---|",
         ]
         for g in gates:

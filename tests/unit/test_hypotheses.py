@@ -116,6 +116,11 @@ def test_a_failed_gate_makes_every_hypothesis_inconclusive():
     assert _judge(h, values, [passing])[1][0].verdict == MET
     unmeasured = Gate("mft", {"mft": "most_frequent_tag.sup"}, "mft(mlm) > 0")
     assert _judge(h, values, [unmeasured])[1][0].reason == "gate failed: mft"
+    # a gate that guards other hypotheses leaves this one judged
+    elsewhere = Gate("competent", {"delta": "transfer.delta"}, "delta(mlm) < 30", hypotheses=["x"])
+    assert _judge(h, values, [elsewhere])[1][0].verdict == MET
+    with pytest.raises(CrossalignError, match="gates.0.hypotheses: no hypothesis 'x'"):
+        check_spec([h], [elsewhere], RUNS)
 
 
 def test_a_ratio_needs_the_bootstrap():
