@@ -156,6 +156,7 @@ _register(
             "test_sentences": _count("test"),
         },
         run="crossalign.evals.transfer:evaluate",
+        run_seed=True,
     )
 )
 _register(
@@ -171,6 +172,7 @@ _register(
         },
         run="crossalign.evals.most_frequent_tag:evaluate",
         model="none",
+        run_seed=True,
     )
 )
 _register(

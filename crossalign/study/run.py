@@ -93,6 +93,18 @@ def ensure_evaluated(
     return record
 
 
+def evaluation_options(
+    evaluation: Evaluation, options: dict[str, Any], run: PlannedRun, where: str
+) -> Any:
+    """The built options of a study evaluation on ``run``: its variables substituted, and
+    the run's seed as ``seed`` for an evaluation whose seed follows the run's
+    (``Evaluation.run_seed``) unless the study sets it."""
+    raw = substitute(options, run.variables, where)
+    if evaluation.run_seed and "seed" not in raw:
+        raw = {**raw, "seed": run.seed}
+    return evaluation.build_options(raw)
+
+
 def run_study(
     study: Study,
     *,
@@ -149,7 +161,7 @@ def run_study(
                 continue
             evaluation = evaluations().get(spec.eval)
             where = f"evaluations.{spec.eval}.options"
-            opts = evaluation.build_options(substitute(spec.options, run.variables, where))
+            opts = evaluation_options(evaluation, spec.options, run, where)
             evals.append((evaluation, opts, spec.label))
         checked.append((run, cfg, evals))
     ledger = Path(study.out) / "prepared.json"

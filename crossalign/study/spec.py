@@ -113,8 +113,10 @@ class Study:
     extends: str | None = None
     """Another study file (relative to this one) that this file changes: its mappings are
     merged key by key, other values (lists included) replaced."""
-    seeds: list[int] = field(default_factory=lambda: [0])
-    """Each run is trained once per seed (``train.seed``)."""
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
+    """Each run is trained once per seed (``train.seed``); five by default, so that a
+    difference between runs can be told from seed noise. Evaluations that fine-tune
+    (``transfer``) take the run's seed unless the study sets theirs."""
     matrix: dict[str, list[Any]] = field(default_factory=dict)
     """Variables every run is repeated over, e.g. ``transform: [trans, trans+inv]``."""
     vars: dict[str, Any] = field(default_factory=dict)

@@ -211,3 +211,17 @@ def test_the_report_names_the_commit_and_warns_about_older_records(tmp_path):
     study_file.write_text("hypotheses: [changed]\n")
     text, data = hypotheses_section(study, StudyResult(runs, records, None))
     assert data["commit"] is None and "uncommitted changes" in text
+
+
+def test_a_fine_tuning_seed_follows_the_run_unless_the_study_sets_it(tmp_path):
+    from crossalign.evals.registry import evaluations
+    from crossalign.study.run import evaluation_options
+
+    run = PlannedRun("mlm", 3, {}, {"derived": "d"}, tmp_path, tmp_path / "c.yaml", [])
+    transfer, mft = evaluations().get("transfer"), evaluations().get("most-frequent-tag")
+    assert evaluation_options(transfer, {"derived": "{derived}"}, run, "e").seed == 3
+    assert evaluation_options(mft, {"derived": "{derived}"}, run, "e").seed == 3
+    assert evaluation_options(transfer, {"derived": "d", "seed": 0}, run, "e").seed == 0
+    perplexity = evaluations().get("perplexity")  # its seed is not a fine-tuning seed
+    assert evaluation_options(perplexity, {}, run, "e").seed is None
+    assert Study(name="s", out="o", runs=[]).seeds == [0, 1, 2, 3, 4]
