@@ -12,6 +12,7 @@ from crossalign.evals.options import (
     InducedDictOptions,
     LayerOptions,
     LayersOptions,
+    MostFrequentTagOptions,
     PerplexityOptions,
     RetrievalOptions,
     TransferOptions,
@@ -155,6 +156,23 @@ _register(
             "test_sentences": _count("test"),
         },
         run="crossalign.evals.transfer:evaluate",
+        run_seed=True,
+    )
+)
+_register(
+    Evaluation(
+        name="most-frequent-tag",
+        summary="per-word most-frequent-tag baseline of the transfer task's data (no model)",
+        options=MostFrequentTagOptions,
+        metrics={
+            "sup": Metric("SUP (most frequent tag)", "percent"),
+            "en": Metric("EN (most frequent tag)", "percent"),
+            "train_sentences": _count("train"),
+            "test_sentences": _count("test"),
+        },
+        run="crossalign.evals.most_frequent_tag:evaluate",
+        model="none",
+        run_seed=True,
     )
 )
 _register(

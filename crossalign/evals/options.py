@@ -218,6 +218,34 @@ class TransferOptions(FinetuneConfig):
 
 
 @dataclass(kw_only=True)
+class MostFrequentTagOptions:
+    """``eval most-frequent-tag``: the per-word most-frequent-tag baseline of ``eval
+    transfer``'s data (no model): each test word gets the tag it had most often in training
+    (an unseen word the most frequent tag overall). A tagger that does not beat it has not
+    learned to tag, so its transfer gap says nothing."""
+
+    derived: str = opt(metavar="DIR")
+    """The derived corpus (crossalign data derive); its tokenizer leaves out the sentences
+    ``eval transfer`` leaves out."""
+    task: str = "pos-silver"
+    """Registered token task, as for ``eval transfer``."""
+    download: bool = False
+    """Download the task data if it is not cached (as for ``eval transfer``)."""
+    split: str = opt("test", choices=("test", "valid"))
+    """Score on the test set, or on ``valid_sentences`` held out of the training sentences."""
+    valid_sentences: int = 1000
+    """Sentences held out of the training data with split=valid."""
+    max_length: int = 128
+    """Sentences longer than this many subwords are left out (as ``eval transfer`` does)."""
+    seed: int = 0
+    """Seed of the data's splits and samples: ``eval transfer``'s fine-tuning seed."""
+    max_train: int | None = None
+    """A seeded sample of this many training sentences (default: all)."""
+    max_test: int | None = None
+    """A seeded sample of this many test sentences (default: all)."""
+
+
+@dataclass(kw_only=True)
 class CoocCompareOptions:
     """``eval cooc-compare``: |log X_a - log X_b| of translated two-word phrases against random
     pairs (Ai & Fang 2023, Figure 1); writes OUT/compare.json and OUT/compare.png."""

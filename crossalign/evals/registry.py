@@ -68,6 +68,9 @@ class Evaluation:
     """Whether it reads a model."""
     version: int = 1
     """Bumped whenever its figures change for the same options; part of the reuse key."""
+    run_seed: bool = False
+    """In a study, its ``seed`` option follows the run's seed unless the study sets it (the
+    fine-tuning of ``transfer``: its variance is sampled with the runs')."""
 
     def metric(self, key: str) -> Metric:
         """The declaration of ``key`` (``L8/aer`` → ``aer``, ``bin3/translated`` →

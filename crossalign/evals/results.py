@@ -188,7 +188,7 @@ def run_evaluation(
 def find_record(
     records: list[ResultRecord],
     evaluation: Evaluation,
-    model_dir: str | Path,
+    model_dir: str | Path | None,
     options: Any,
     label: str | None = None,
 ) -> ResultRecord | None:
@@ -199,7 +199,7 @@ def find_record(
 
     probe = ResultRecord(
         eval=evaluation.name,
-        model=model_identity(resolve_model_dir(model_dir)),
+        model=model_identity(None if model_dir is None else resolve_model_dir(model_dir)),
         options=options_dict(evaluation.build_options(options)),
         metrics={},
         versions={"eval": evaluation.version},

@@ -258,6 +258,59 @@ def split_off_valid(train: Tagged, n_valid: int, seed: int) -> tuple[Tagged, Tag
     return [x for i, x in enumerate(train) if i not in held], [train[i] for i in sorted(held)]
 
 
+def tagged_splits(
+    derived_dir: str | Path,
+    spec: TokenTask,
+    cfg: FinetuneConfig,
+    download: bool,
+    split: str,
+    n_valid: int,
+) -> dict[tuple[str, str], Tagged]:
+    """The task's English sentences and their derived versions, keyed ``(language, split)``
+    with split ``train`` or ``test``: the test set, or with ``split="valid"`` ``n_valid``
+    training sentences held out (``split_off_valid``); seeded samples of ``cfg.max_train`` /
+    ``cfg.max_test`` sentences."""
+    from crossalign.data.derive.derivation import DERIVED_LANG, Derivation
+
+    splits = spec.load(download, cfg.seed)
+    train, test = splits["train"], splits["test"]
+    if split == "valid":
+        train, test = split_off_valid(train, n_valid, cfg.seed)
+    elif split != "test":
+        raise CrossalignError(f"transfer split '{split}' must be test or valid")
+    english = {"train": _sample(train, cfg.max_train, cfg.seed),
+               "test": _sample(test, cfg.max_test, cfg.seed)}  # fmt: skip
+    derivation = Derivation.load(derived_dir)
+    out = {}
+    for name, sentences in english.items():
+        words, labels = derivation.apply_words([w for w, _ in sentences], [t for _, t in sentences])
+        out["en", name] = sentences
+        out[DERIVED_LANG, name] = list(zip(words, labels))
+    return out
+
+
+def encode_both(
+    tokenizer: PreTrainedTokenizerBase,
+    data: dict[tuple[str, str], Tagged],
+    spec: TokenTask,
+    limit: int,
+) -> tuple[dict[tuple[str, str], list], dict[tuple[str, str], Tagged]]:
+    """``encode_tagged`` of every ``tagged_splits`` entry, keeping only the sentences that fit
+    ``limit`` subwords in both languages (the same sentences in both): the encodings, and
+    ``data`` with the same sentences kept."""
+    label_ids = {label: i for i, label in enumerate(spec.labels)}
+    enc = {key: encode_tagged(tokenizer, rows, label_ids, limit) for key, rows in data.items()}
+    kept = dict(data)
+    languages = sorted({lang for lang, _ in enc})
+    for name in ("train", "test"):
+        keep = [i for i, row in enumerate(zip(*(enc[lang, name] for lang in languages)))
+                if all(x is not None for x in row)]  # fmt: skip
+        for lang in languages:
+            enc[lang, name] = [enc[lang, name][i] for i in keep]
+            kept[lang, name] = [data[lang, name][i] for i in keep]
+    return enc, kept
+
+
 def evaluate_transfer(
     model_dir: str | Path,
     derived_dir: str | Path,
@@ -274,42 +327,16 @@ def evaluate_transfer(
     (``split_off_valid``) and scores on those instead of the test set."""
     from transformers import AutoConfig
 
-    from crossalign.data.derive.derivation import DERIVED_LANG, Derivation
+    from crossalign.data.derive.derivation import DERIVED_LANG
     from crossalign.data.tokenizer import load_tokenizer
     from crossalign.models.load import input_limit, language_type_id
 
     cfg = cfg or FinetuneConfig()
     spec = TASKS.get(task)
-    splits = spec.load(download, cfg.seed)
-    train, test = splits["train"], splits["test"]
-    if split == "valid":
-        train, test = split_off_valid(train, n_valid, cfg.seed)
-    elif split != "test":
-        raise CrossalignError(f"transfer split '{split}' must be test or valid")
-    train = _sample(train, cfg.max_train, cfg.seed)
-    test = _sample(test, cfg.max_test, cfg.seed)
-    derivation = Derivation.load(derived_dir)
-    derived = {}
-    for name, data in (("train", train), ("test", test)):
-        words, labels = derivation.apply_words([w for w, _ in data], [t for _, t in data])
-        derived[name] = list(zip(words, labels))
+    data = tagged_splits(derived_dir, spec, cfg, download, split, n_valid)
     tokenizer = load_tokenizer(model_dir)
-    label_ids = {label: i for i, label in enumerate(spec.labels)}
     config = AutoConfig.from_pretrained(str(model_dir))
-    limit = input_limit(config, cfg.max_length)
-    enc = {
-        (lang, name): encode_tagged(tokenizer, data, label_ids, limit)
-        for lang, split in (("en", {"train": train, "test": test}), (DERIVED_LANG, derived))
-        for name, data in split.items()
-    }
-    for name in ("train", "test"):  # the same sentences in both languages
-        keep = [
-            i
-            for i, (a, b) in enumerate(zip(enc["en", name], enc[DERIVED_LANG, name]))
-            if a is not None and b is not None
-        ]
-        for lang in ("en", DERIVED_LANG):
-            enc[lang, name] = [enc[lang, name][i] for i in keep]
+    enc, _ = encode_both(tokenizer, data, spec, input_limit(config, cfg.max_length))
     ids = {lang: language_type_id(config, lang) for lang in ("en", DERIVED_LANG)}
     n, dlang, size = len(spec.labels), DERIVED_LANG, cfg.batch_size
     english = finetune(model_dir, enc["en", "train"], n, ids["en"], tokenizer, cfg, "fine-tune en")

@@ -1,6 +1,7 @@
 """A report's contrasts: for a pair of groups (a baseline and a method), every ranked measure
-whose 95% intervals over the seeds do not overlap — the method better or worse than the
-baseline beyond seed noise — with the difference of the means and Welch's p."""
+on which the method is better or worse than the baseline beyond seed noise — Welch's p over
+the seeds, Holm-adjusted over every measure of every pair in the report (a family of many
+exploratory tests), with the Benjamini–Hochberg q beside it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Metric
 from crossalign.report.collect import Cell, Collection
 from crossalign.report.markdown import escape
-from crossalign.stats import welch_p
+from crossalign.stats import benjamini_hochberg, holm, welch_p
 from crossalign.tables import format_value, header, row_label
 
 Side = str | Sequence[str | Path]
@@ -31,19 +32,27 @@ class Contrast:
     method: Cell
     p: float
     """Welch's two-sided p (NaN: a side has one value, or both are constant)."""
-    verdict: str
-    """``better`` or ``worse`` (95% intervals apart, by the metric's direction), ``≈`` (they
-    overlap) or ``n/a`` (a side has no interval: one run, or no number)."""
+    p_holm: float = math.nan
+    """``p`` Holm-adjusted over every contrast of the report."""
+    q_bh: float = math.nan
+    """The Benjamini–Hochberg q of ``p`` over the same family."""
+    verdict: str = "n/a"
+    """``better`` or ``worse`` (Holm-adjusted p < 0.05, by the metric's direction), ``≈``
+    (not) or ``n/a`` (a side has no interval: one run, or no number; or no p)."""
 
 
-def verdict(a: Cell, b: Cell, higher_is_better: bool) -> str:
-    """``b`` against ``a``: ``better``/``worse`` when their 95% intervals are apart
-    (``|b − a| > h(a) + h(b)``), ``≈`` when they overlap, ``n/a`` without two intervals."""
+ALPHA = 0.05
+"""The level of the adjusted tests."""
+
+
+def verdict(a: Cell, b: Cell, higher_is_better: bool, p_adjusted: float) -> str:
+    """``b`` against ``a``: ``better``/``worse`` when the adjusted p is below ``ALPHA``,
+    ``≈`` when it is not, ``n/a`` without two intervals or a p."""
     halves = (a.half_width, b.half_width)
-    numbers = (a.mean, b.mean, *halves)
+    numbers = (a.mean, b.mean, *halves, p_adjusted)
     if None in halves or any(math.isnan(x) for x in numbers if x is not None):
         return "n/a"
-    if abs(b.mean - a.mean) <= a.half_width + b.half_width:
+    if p_adjusted >= ALPHA:
         return "≈"
     return "better" if (b.mean > a.mean) == higher_is_better else "worse"
 
@@ -82,10 +91,8 @@ def contrasts(collection: Collection, baseline: Side, method: Side) -> list[Cont
                 layer = row_label(prefix, alone=False) if prefix else ""
                 where = " ".join(x for x in (table.title or table.name, layer) if x)
                 out.append(
-                    Contrast(
-                        f"{where}: {header(base, metric)}", metric, a, b,
-                        welch_p(a.values, b.values), verdict(a, b, metric.higher_is_better),
-                    )
+                    Contrast(f"{where}: {header(base, metric)}", metric, a, b,
+                             welch_p(a.values, b.values))
                 )  # fmt: skip
     return out
 
@@ -102,18 +109,25 @@ class PairContrasts:
 def pair_contrasts(
     collection: Collection, pairs: Sequence[tuple[Side, Side]]
 ) -> list[PairContrasts]:
-    """``contrasts`` of every pair, once, for the report's section and its JSON."""
-    return [
+    """``contrasts`` of every pair, once, for the report's section and its JSON; their p-values
+    adjusted as one family (Holm, Benjamini–Hochberg) and each judged on its Holm p."""
+    found = [
         PairContrasts(find_group(collection, a), find_group(collection, b),
                       contrasts(collection, a, b))
         for a, b in pairs
     ]  # fmt: skip
+    family = [c for pair in found for c in pair.measures]
+    ps = [c.p for c in family]
+    for c, p_holm, q in zip(family, holm(ps), benjamini_hochberg(ps)):
+        c.p_holm, c.q_bh = p_holm, q
+        c.verdict = verdict(c.baseline, c.method, bool(c.metric.higher_is_better), p_holm)
+    return found
 
 
 def contrast_json(found: Sequence[PairContrasts]) -> list[dict]:
     """``pair_contrasts`` as plain data (``report.json``): per pair the two group labels and
-    every ranked measure with both means, half-widths, Welch's p (None for NaN) and the
-    verdict."""
+    every ranked measure with both means, half-widths, Welch's p, its Holm p and BH q (None
+    for NaN) and the verdict."""
 
     def number(x: float | None) -> float | None:
         return None if x is None or math.isnan(x) else x
@@ -127,7 +141,8 @@ def contrast_json(found: Sequence[PairContrasts]) -> list[dict]:
             "method": pair.method,
             "measures": [
                 {"measure": c.measure, "baseline": cell(c.baseline), "method": cell(c.method),
-                 "welch_p": number(c.p), "verdict": c.verdict}
+                 "welch_p": number(c.p), "holm_p": number(c.p_holm), "bh_q": number(c.q_bh),
+                 "verdict": c.verdict}
                 for c in pair.measures
             ],
         }
@@ -137,26 +152,28 @@ def contrast_json(found: Sequence[PairContrasts]) -> list[dict]:
 
 def contrast_section(found: Sequence[PairContrasts]) -> str:
     """Markdown of ``pair_contrasts``: per pair, how many ranked measures differ beyond seed
-    noise (95% intervals apart), lie within it, or have no interval, and a table of those
-    apart, with Welch's p ("-" where a side is constant over its seeds)."""
+    noise (Holm-adjusted Welch p < 0.05 over the report's family of tests), lie within it, or
+    have no interval, and a table of those apart, with Welch's p, its Holm p and BH q ("-"
+    where a side is constant over its seeds)."""
+    tests = sum(not math.isnan(c.p) for pair in found for c in pair.measures)
     parts = []
     for pair in found:
         baseline, method, measures = pair.baseline, pair.method, pair.measures
         count = {v: sum(c.verdict == v for c in measures) for v in ("better", "worse", "≈", "n/a")}
         line = (
             f"**{method} vs {baseline}**: of {len(measures)} ranked measures, {count['better']} "
-            f"better and {count['worse']} worse beyond seed noise (95% intervals apart), "
-            f"{count['≈']} within it"
+            f"better and {count['worse']} worse beyond seed noise (Holm-adjusted Welch p < "
+            f"{ALPHA} over the report's {tests} tests), {count['≈']} within it"
         )
         if count["n/a"]:
-            line += f", {count['n/a']} without an interval (a group of one run)"
+            line += f", {count['n/a']} without an interval (a group of one run) or a p"
         parts.append(line + ".")
         apart = [c for c in measures if c.verdict in ("better", "worse")]
         if apart:
             lines = [
                 f"| measure | {escape(baseline)} | {escape(method)} | difference | Welch p "
-                "| verdict |",
-                "|:---|---:|---:|---:|---:|:---|",
+                "| Holm p | BH q | verdict |",
+                "|:---|---:|---:|---:|---:|---:|---:|:---|",
             ]
             for c in apart:
                 a, b = c.baseline, c.method
@@ -166,7 +183,7 @@ def contrast_section(found: Sequence[PairContrasts]) -> str:
                     format_value(a.mean, c.metric, a.half_width),
                     format_value(b.mean, c.metric, b.half_width),
                     diff if diff.startswith("-") else f"+{diff}",
-                    "-" if math.isnan(c.p) else f"{c.p:.2g}",
+                    *("-" if math.isnan(x) else f"{x:.2g}" for x in (c.p, c.p_holm, c.q_bh)),
                     c.verdict,
                 ]
                 lines.append(f"| {' | '.join(cells)} |")

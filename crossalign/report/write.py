@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, write_json_atomic, write_text_atomic
@@ -52,13 +53,15 @@ def write_report(
     extra_sections: Sequence[tuple[str, str]] = (),
     contrasts: Sequence[tuple[Side, Side]] = (),
     lookup: Lookup | None = None,
+    extra_json: Mapping[str, Any] | None = None,
 ) -> ReportPaths:
     """Report on ``run_dirs`` in ``out`` (``report.md``, ``report.html``, ``report.json``,
     ``figures/*.png``): one comparison table per evaluation over groups of runs that differ
     only in the seed, training curves, per-layer figures, config differences, then
     ``extra_sections`` ((title, Markdown body) pairs) and, for each (baseline, method) pair of
     ``contrasts`` (group labels, or run directories of the groups), the measures on which
-    they differ beyond seed noise (``contrast_section``). ``lookup`` declares the evaluations
+    they differ beyond seed noise (``contrast_section``); ``extra_json`` adds keys to
+    ``report.json`` (e.g. a study's hypotheses). ``lookup`` declares the evaluations
     (default: the registry). A failure leaves the previous report in ``out`` as it was."""
     if not run_dirs:
         raise CrossalignError("report: give at least one run directory")
@@ -79,6 +82,7 @@ def write_report(
         summary["figures"] = [f"{markdown.FIGURES}/{name}" for _, name in figures.curves]
         summary["figures"] += [f"{markdown.FIGURES}/{name}" for name in figures.layers.values()]
         summary["contrasts"] = contrast_json(found)
+        summary.update(extra_json or {})
         write_json_atomic(tmp / JSON, summary)
     return ReportPaths(
         out / MARKDOWN, out / HTML, out / JSON, [out / name for name in summary["figures"]]

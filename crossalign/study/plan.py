@@ -30,8 +30,9 @@ def derived_is_written(out: Path, settings: Any) -> bool:
 def run_state(cfg: RunConfig, evals: Sequence[tuple[Evaluation, Any, str | None]] = ()) -> str:
     """What ``ensure_trained`` does with ``cfg``: ``done`` (its run directory holds a finished
     run of the same resolved config), ``measured`` (the same config, its model gone, but
-    ``results.jsonl`` holds a record of every one of ``evals``: a study's records kept or moved
-    without its models), ``resume`` (checkpoints of that config) or ``train``."""
+    ``results.jsonl`` holds a record of every one of ``evals`` that reads a model: a study's
+    records kept or moved without its models; one that reads none runs without it),
+    ``resume`` (checkpoints of that config) or ``train``."""
     from crossalign.checkpoint import CONFIG, list_checkpoints
     from crossalign.evals.results import find_record, read_results
     from crossalign.objective_options import normalise_saved, run_config_dict
@@ -46,7 +47,8 @@ def run_state(cfg: RunConfig, evals: Sequence[tuple[Evaluation, Any, str | None]
     if same and evals:
         records = read_results(run_dir)
         model = run_dir / "model"
-        if all(find_record(records, e, model, opts, label) for e, opts, label in evals):
+        needed = [(e, opts, label) for e, opts, label in evals if e.model != "none"]
+        if all(find_record(records, e, model, opts, label) for e, opts, label in needed):
             return "measured"
     return "resume" if same and list_checkpoints(run_dir) else "train"
 

@@ -77,18 +77,32 @@ def ensure_evaluated(
     run: PlannedRun, evaluation: Evaluation, opts: Any, spec_label: str | None, label: str
 ) -> ResultRecord:
     """The record of ``evaluation`` with built options ``opts`` (and record label
-    ``spec_label``) on the run's model: read from ``RUN/results.jsonl`` when the same
-    measurement is there, else measured and appended there."""
+    ``spec_label``) on the run's model (none for an evaluation that reads none): read from
+    ``RUN/results.jsonl`` when the same measurement is there, else measured and appended
+    there."""
     from crossalign.evals.results import RESULTS, find_record, read_results, run_evaluation
 
-    found = find_record(read_results(run.run_dir), evaluation, run.model_dir, opts, spec_label)
+    model = None if evaluation.model == "none" else run.model_dir
+    found = find_record(read_results(run.run_dir), evaluation, model, opts, spec_label)
     if found is not None:
         return found
     print(f"== evaluating {label}: {spec_label or evaluation.name}")
     record, _ = run_evaluation(
-        evaluation, run.model_dir, opts, results=run.run_dir / RESULTS, label=spec_label
+        evaluation, model, opts, results=run.run_dir / RESULTS, label=spec_label
     )
     return record
+
+
+def evaluation_options(
+    evaluation: Evaluation, options: dict[str, Any], run: PlannedRun, where: str
+) -> Any:
+    """The built options of a study evaluation on ``run``: its variables substituted, and
+    the run's seed as ``seed`` for an evaluation whose seed follows the run's
+    (``Evaluation.run_seed``) unless the study sets it."""
+    raw = substitute(options, run.variables, where)
+    if evaluation.run_seed and "seed" not in raw:
+        raw = {**raw, "seed": run.seed}
+    return evaluation.build_options(raw)
 
 
 def run_study(
@@ -147,7 +161,7 @@ def run_study(
                 continue
             evaluation = evaluations().get(spec.eval)
             where = f"evaluations.{spec.eval}.options"
-            opts = evaluation.build_options(substitute(spec.options, run.variables, where))
+            opts = evaluation_options(evaluation, spec.options, run, where)
             evals.append((evaluation, opts, spec.label))
         checked.append((run, cfg, evals))
     ledger = Path(study.out) / "prepared.json"
@@ -187,13 +201,49 @@ def run_study(
         ]
     result = StudyResult(runs=runs, records=records, report=None)
     if report:
-        from crossalign.report import write_report
+        result.report = write_study_report(study, result)
+    return result
 
-        extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
-        pairs = contrast_pairs(study, runs)
-        paths = write_report(
-            [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
-            extra_sections=extra, contrasts=pairs,
-        )  # fmt: skip
-        result.report = Path(paths.markdown)
+
+def write_study_report(study: Study, result: StudyResult) -> Path:
+    """Write ``OUT/report`` for ``result``: ``crossalign report`` over the study's runs, its
+    pre-registered hypotheses and gates judged first (also printed), the correlations and the
+    contrasts; returns the Markdown page."""
+    from crossalign.report import write_report
+
+    runs = result.runs
+    extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
+    data: dict[str, Any] = {}
+    if study.hypotheses or study.gates:
+        from crossalign.study.verdicts import hypotheses_section
+
+        section, data["hypotheses"] = hypotheses_section(study, result)
+        extra.insert(0, ("Hypotheses", section))
+        for h in data["hypotheses"]["hypotheses"]:
+            cell = "".join(f" [{k}={v}]" for k, v in h["cell"].items())
+            why = f" ({h['reason']})" if h["reason"] else ""
+            print(f"hypothesis {h['name']}{cell}: {h['verdict']}{why}")
+    paths = write_report(
+        [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
+        extra_sections=extra, contrasts=contrast_pairs(study, runs), extra_json=data,
+    )  # fmt: skip
+    return Path(paths.markdown)
+
+
+def report_study(study: Study) -> StudyResult:
+    """The study's report from the records its run directories hold, with nothing trained or
+    evaluated: every run directory with a ``results.jsonl`` is read as it is, whatever options
+    or version of an evaluation made its records (the latest record of each evaluation or
+    label counts). For judging a study's hypotheses from records kept without models."""
+    from crossalign.evals.results import RESULTS, read_results
+
+    runs = [r for r in plan(study) if (r.run_dir / RESULTS).is_file()]
+    if not runs:
+        raise CrossalignError(
+            f"study '{study.name}': no run directory under {study.out} holds {RESULTS}; run "
+            "'crossalign compare' first"
+        )
+    result = StudyResult(runs=runs, records={r.run_dir: read_results(r.run_dir) for r in runs},
+                         report=None)  # fmt: skip
+    result.report = write_study_report(study, result)
     return result

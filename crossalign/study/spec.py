@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from crossalign.errors import CrossalignError
+from crossalign.study.hypotheses import Gate, Hypothesis, check_spec
 
 VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A variable in a study string: a name alone in braces."""
@@ -112,8 +113,10 @@ class Study:
     extends: str | None = None
     """Another study file (relative to this one) that this file changes: its mappings are
     merged key by key, other values (lists included) replaced."""
-    seeds: list[int] = field(default_factory=lambda: [0])
-    """Each run is trained once per seed (``train.seed``)."""
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
+    """Each run is trained once per seed (``train.seed``); five by default, so that a
+    difference between runs can be told from seed noise. Evaluations that fine-tune
+    (``transfer``) take the run's seed unless the study sets theirs."""
     matrix: dict[str, list[Any]] = field(default_factory=dict)
     """Variables every run is repeated over, e.g. ``transform: [trans, trans+inv]``."""
     vars: dict[str, Any] = field(default_factory=dict)
@@ -143,6 +146,14 @@ class Study:
     """Pairs of runs ``[baseline, method]``: the report lists the measures on which the
     method is better or worse than the baseline beyond seed noise (95% intervals apart over
     the seeds), with Welch's p."""
+    hypotheses: list[Hypothesis] = field(default_factory=list)
+    """The pre-registered hypotheses (``crossalign.study.hypotheses``): committed before the
+    runs that test them; the report judges each MET, NOT MET or INCONCLUSIVE."""
+    gates: list[Gate] = field(default_factory=list)
+    """Competence conditions the runs must meet for the hypotheses to be judged."""
+    files: list[str] = field(default_factory=list)
+    """Set by ``load_study``, not read from the file: the study file and the files it
+    extends (the report names the commit of each)."""
 
 
 @dataclass
@@ -176,7 +187,8 @@ def merge(base: Any, change: Any) -> Any:
 
 def _read_study(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     """A study file's data with its ``extends`` chain resolved (paths relative to the file
-    that names them); a missing file or a chain that comes back to a file is an error."""
+    that names them; ``files`` lists them, this file first); a missing file or a chain that
+    comes back to a file is an error."""
     from crossalign.schema import parse_yaml
 
     if not path.is_file():
@@ -189,11 +201,12 @@ def _read_study(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         raise CrossalignError(f"{path}: the top level must be a mapping of keys")
     parent = data.get("extends")
     if parent is None:
-        return data
+        return {**data, "files": [str(path)]}
     if not isinstance(parent, str):
         raise CrossalignError(f"{path}: extends must be a file path, got {parent!r}")
     base = _read_study(path.parent / parent, (*seen, path.resolve()))
-    return {**merge(base, {k: v for k, v in data.items() if k != "extends"}), "extends": parent}
+    merged = merge(base, {k: v for k, v in data.items() if k != "extends"})
+    return {**merged, "extends": parent, "files": [str(path), *base["files"]]}
 
 
 def load_study(path: str | Path, overrides: Sequence[str] = ()) -> Study:
@@ -265,6 +278,10 @@ def _check(study: Study, path: Path) -> None:
                 f"{path}: evaluations.{i} ({spec.eval}) names run '{unknown[0]}', which the "
                 f"study does not have; its runs: {', '.join(names)}"
             )
+    try:
+        check_spec(study.hypotheses, study.gates, names)
+    except CrossalignError as e:
+        raise CrossalignError(f"{path}: {e}") from None
     fields = set(VARIABLE.findall(study.run_dir))
     needed = {"run", *study.matrix}
     missing = sorted(needed - fields)

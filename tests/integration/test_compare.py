@@ -4,6 +4,7 @@ reported; a second call reuses everything; a changed option re-runs only what de
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 
 from crossalign.cli import main
 from crossalign.errors import CrossalignError
+from crossalign.evals.registry import EVALS, EvalOutput, Evaluation, Metric
 from crossalign.study.spec import load_study, plan, select_runs, substitute
 
 from .conftest import FIXTURES
@@ -316,6 +318,22 @@ def test_an_evaluation_can_measure_some_runs_only(tmp_path, capsys):
     assert "evaluations.0 (retrieval) names run 'xml'" in capsys.readouterr().err
 
 
+@dataclass
+class _NoOptions:
+    """Options of the test's model-free evaluation."""
+
+
+def _model_free(model_dir: None, opts: _NoOptions) -> EvalOutput:
+    return EvalOutput(metrics={"n": 1.0})
+
+
+EVALS.register("test-model-free")(
+    Evaluation(name="test-model-free", summary="reads no model", options=_NoOptions,
+               metrics={"n": Metric("n", "count", None)},
+               run=f"{__name__}:_model_free", model="none")
+)  # fmt: skip
+
+
 def test_records_without_models_are_reused_and_a_new_evaluation_retrains(tmp_path, capsys):
     import shutil
 
@@ -334,6 +352,14 @@ def test_records_without_models_are_reused_and_a_new_evaluation_retrains(tmp_pat
     assert "== pre-training" not in printed and "== evaluating" not in printed
     report = (out / "report" / "report.md").read_text()
     assert "## Contrasts" in report and "**xlm vs mlm**: of " in report
+
+    # an evaluation that reads no model runs on the measured runs without training them
+    evals = yaml.safe_load(path.read_text())["evaluations"]
+    with_free = [*evals, {"eval": "test-model-free"}]
+    assert main(["compare", str(path), f"evaluations={json.dumps(with_free)}"]) == 0
+    printed = capsys.readouterr().out
+    assert "== pre-training" not in printed and printed.count("== evaluating") == 2
+    assert not any((run / "model").exists() for run in runs)
 
     # an evaluation they were not measured by needs the model: the runs are trained again
     assert main(["compare", str(path), "evaluations.1.options.layer=1", "--no-report"]) == 0

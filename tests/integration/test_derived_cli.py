@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,20 @@ def test_eval_alignment_score_and_transfer(trained, derived, tmp_path, capsys):
     v = json.loads(out.read_text())
     assert (v["train_sentences"], v["test_sentences"]) == (t["train_sentences"] - 4, 4)
     assert "4 valid sentences" in capsys.readouterr().out
+
+
+def test_most_frequent_tag_baseline_needs_no_model(derived, tmp_path):
+    out = tmp_path / "mft.json"
+    argv = ["most-frequent-tag", "--task", "test-shape", "--derived", str(derived)]
+    assert _eval([*argv, "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    data = _shape_task(False, 0)
+    seen = {w for words, _ in data["train"] for w in words}
+    overall = Counter(t for _, tags in data["train"] for t in tags).most_common(1)[0][0]
+    words = [w for ws, _ in data["test"] for w in ws]
+    want = 100 * sum(w in seen or _word_class(w) == overall for w in words) / len(words)
+    assert got["en"] == pytest.approx(want) and got["test_sentences"] == len(data["test"])
+    assert got["sup"] == pytest.approx(want)  # a word's derived twin keeps its tag
 
 
 def test_study_runs_each_objective_and_reuses_finished_runs(tmp_path, capsys):

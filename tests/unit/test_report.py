@@ -401,18 +401,17 @@ def test_runs_table_gives_training_and_evaluation_minutes(tmp_path):
     )
 
 
-def test_welch_p_matches_scipy_and_the_verdict_compares_interval_ends():
+def test_welch_p_matches_scipy_and_the_verdict_reads_the_adjusted_p():
     a, b = [0.30, 0.34, 0.35], [0.50, 0.52, 0.57]
     assert welch_p(a, b) == pytest.approx(scipy.stats.ttest_ind(a, b, equal_var=False).pvalue)
     assert math.isnan(welch_p([0.3], b)) and math.isnan(welch_p([1.0, 1.0], [2.0, 2.0]))
-    # hand-made intervals: 0.50 ± 0.10 against 0.30 ± 0.05 are apart (0.40 > 0.35) ...
     low, high = Cell(0.30, 0.05, []), Cell(0.50, 0.10, [])
-    assert verdict(low, high, True) == "better" and verdict(low, high, False) == "worse"
-    assert verdict(high, low, True) == "worse"
-    # ... and touch at 0.40 when the upper half-width is 0.15: not apart
-    assert verdict(low, Cell(0.50, 0.15, []), True) == "≈"
-    assert verdict(Cell(0.3, None, []), high, True) == "n/a"  # one run: no interval
-    assert verdict(Cell(math.nan, 0.1, []), high, True) == "n/a"
+    assert verdict(low, high, True, 0.01) == "better" and verdict(low, high, False, 0.01) == "worse"
+    assert verdict(high, low, True, 0.049) == "worse"
+    assert verdict(low, high, True, 0.05) == "≈"  # adjusted p at the level: not apart
+    assert verdict(Cell(0.3, None, []), high, True, 0.01) == "n/a"  # one run: no interval
+    assert verdict(Cell(math.nan, 0.1, []), high, True, 0.01) == "n/a"
+    assert verdict(low, high, True, math.nan) == "n/a"
 
 
 def test_contrast_lists_measures_apart_by_direction_with_welch_p(tmp_path):
@@ -435,23 +434,28 @@ def test_contrast_lists_measures_apart_by_direction_with_welch_p(tmp_path):
     page = write_report(runs, tmp_path / "r", lookup=LOOKUP, contrasts=pairs).markdown.read_text()
     section = page.split("## Contrasts\n\n", 1)[1]
     assert (
-        "**xlm vs mlm**: of 2 ranked measures, 1 better and 1 worse beyond seed noise (95% "
-        "intervals apart), 0 within it." in section
+        "**xlm vs mlm**: of 2 ranked measures, 1 better and 1 worse beyond seed noise "
+        "(Holm-adjusted Welch p < 0.05 over the report's 4 tests), 0 within it." in section
     )
     assert (
-        "**tlm vs mlm**: of 2 ranked measures, 0 better and 0 worse beyond seed noise (95% "
-        "intervals apart), 2 within it." in section
+        "**tlm vs mlm**: of 2 ranked measures, 0 better and 0 worse beyond seed noise "
+        "(Holm-adjusted Welch p < 0.05 over the report's 4 tests), 2 within it." in section
     )
     rows = [cells(line) for line in section.splitlines() if line.startswith("| bli")]
     hit = [v["hit@1"] for v in values["mlm"]], [v["hit@1"] for v in values["xlm"]]
     p = scipy.stats.ttest_ind(*hit, equal_var=False).pvalue
-    assert rows[0][0] == "bli: Hit@1 % ↑" and rows[0][3] == "+20.00" and rows[0][5] == "better"
-    assert rows[0][4] == f"{p:.2g}"
-    assert rows[1][0] == "bli: AER % ↓" and rows[1][5] == "worse"
+    assert rows[0][0] == "bli: Hit@1 % ↑" and rows[0][3] == "+20.00" and rows[0][7] == "better"
+    aer = [v["aer"] for v in values["mlm"]], [v["aer"] for v in values["xlm"]]
+    p_aer = scipy.stats.ttest_ind(*aer, equal_var=False).pvalue
+    # Holm over the 4 tests: p_aer is the smallest (x4), p the second (x3)
+    assert rows[0][4:7] == [f"{p:.2g}", f"{3 * p:.2g}", f"{p * 4 / 2:.2g}"]
+    assert rows[1][0] == "bli: AER % ↓" and rows[1][7] == "worse"
+    assert rows[1][5] == f"{4 * p_aer:.2g}"
     summary = json.loads((tmp_path / "r" / "report.json").read_text())["contrasts"]
     assert [(c["baseline"], c["method"]) for c in summary] == pairs
     hit_json = summary[0]["measures"][0]
     assert hit_json["verdict"] == "better" and hit_json["welch_p"] == pytest.approx(p)
+    assert hit_json["holm_p"] == pytest.approx(3 * p)
     assert hit_json["method"]["mean"] == pytest.approx(sum(hit[1]) / 3)
     with pytest.raises(CrossalignError, match="no group 'bert'; its groups: mlm, xlm, tlm$"):
         write_report(runs, tmp_path / "r2", lookup=LOOKUP, contrasts=[("mlm", "bert")])
@@ -461,7 +465,9 @@ def test_contrast_lists_measures_apart_by_direction_with_welch_p(tmp_path):
         tmp_path, "one", config("one", 0), results=[record("one", "bli", values["xlm"][0])]
     )
     page = write_report([*runs, one], tmp_path / "r3", lookup=LOOKUP, contrasts=[("mlm", "one")])
-    assert "0 within it, 2 without an interval (a group of one run)." in page.markdown.read_text()
+    assert "0 within it, 2 without an interval (a group of one run) or a p." in (
+        page.markdown.read_text()
+    )
 
 
 def test_contrast_sides_given_as_run_directories_pick_their_groups(tmp_path):
