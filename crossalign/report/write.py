@@ -56,23 +56,30 @@ def _written_before(out: Path) -> set[str]:
     return pages | linked
 
 
+def _not_written(out: Path, ours: set[str], most: int = 6) -> list[str]:
+    """Up to ``most`` paths in ``out`` (relative; a folder named once, not its contents) that
+    are not among ``ours`` (the files a report wrote) nor a folder holding some of them."""
+    folders = {Path(f).parent.as_posix() for f in ours} - {"."}
+    found: list[str] = []
+    pending = [out]
+    while pending and len(found) < most:
+        for path in sorted(pending.pop().iterdir()):
+            name = path.relative_to(out).as_posix()
+            is_dir = path.is_dir() and not path.is_symlink()
+            if name in folders and is_dir:
+                pending.append(path)
+            elif not (name in ours and not is_dir):
+                found.append(name)
+    return sorted(found)[:most]
+
+
 def _check_out(out: Path) -> None:
     """``out`` is replaced as a whole, so it may be new, empty, or hold a previous report
     and nothing else: a file or folder in it that the report did not write (its manifest
     lists them) is refused, never deleted."""
     if out.exists() and not out.is_dir():
         raise CrossalignError(f"--out {out} is a file; give a directory for the report")
-    if not out.is_dir():
-        return
-    ours = _written_before(out)
-    folders = {str(Path(f).parent) for f in ours} - {"."}
-    others = []
-    for path in sorted(out.rglob("*")):
-        name = path.relative_to(out).as_posix()
-        if name in ours or (name in folders and path.is_dir() and not path.is_symlink()):
-            continue
-        if not any(name.startswith(f"{o}/") for o in others):  # a folder, not its contents
-            others.append(name)
+    others = _not_written(out, _written_before(out)) if out.is_dir() else []
     if others:
         raise CrossalignError(
             f"--out {out} holds files that are not a report ({', '.join(others[:5])}"
