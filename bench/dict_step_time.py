@@ -29,15 +29,15 @@ import torch
 from accelerate import Accelerator
 
 from crossalign.config import ModelConfig
-from crossalign.data.batching import pack_blocks
-from crossalign.data.loader import derived_seed
 from crossalign.data.readers import read_text
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.languages import DERIVED_LANG
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.align_mlm import alignment_loss, dictionary_cosines
-from crossalign.training import ObjectiveSet, TrainState, train_step
+from crossalign.objectives.objective_set import ObjectiveSet, derived_seed
+from crossalign.training.step import TrainState, train_step
+from tests.oracles.batching import pack_blocks
 
 
 def main() -> None:

@@ -24,11 +24,12 @@ import torch
 from accelerate import Accelerator
 from transformers import AutoModelForMaskedLM
 
-from crossalign.data.batching import PairArray, pack_blocks
 from crossalign.data.readers import read_parallel
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
-from crossalign.training import ObjectiveSet, TrainState, train_step
+from crossalign.objectives.objective_set import ObjectiveSet
+from crossalign.training.step import TrainState, train_step
+from tests.oracles.batching import PairArray, pack_blocks
 
 
 def main() -> None:

@@ -46,7 +46,7 @@ def ensure_trained(
     measured by every one of ``evals`` (``measured``): a run directory whose ``config.yaml``
     equals it and holds ``model/`` or all those records is reused, one with checkpoints is
     resumed, anything else is started again (``--overwrite``). Returns ``run_dir``."""
-    from crossalign.training import train
+    from crossalign.training.loop import train
 
     state = run_state(cfg, evals)
     if state not in ("done", "measured"):
