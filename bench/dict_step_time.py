@@ -9,7 +9,7 @@ median step time ÷ MLM's (targets <= 1.05).
 The extra work of each (ALIGN-MLM's auxiliary term, DICT-MLM's masking) is also timed alone,
 as a bound on the ratio that machine noise does not blur.
 
-    python bench/dict_step_time.py --derived data/derived/trans+inv [--preset small]
+    PYTHONPATH=. python bench/dict_step_time.py --derived data/derived/trans+inv [--preset small]
         [--layers N --hidden H] [--batch-size 32] [--max-length 128] [--steps 30] [--repeats 3]
 """
 

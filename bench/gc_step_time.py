@@ -6,7 +6,8 @@ training step (the loop's ``train_step``: forward, loss, backward, gradient norm
 timed for each, alternating which goes first. Prints the median step times and their ratio (the
 issue's target: <= 1.10).
 
-    .venv/bin/python bench/gc_step_time.py --tokenizer runs/mlm-base/tokenizer --cooc runs/cooc-ende
+    PYTHONPATH=. .venv/bin/python bench/gc_step_time.py --tokenizer runs/mlm-base/tokenizer \\
+        --cooc runs/cooc-ende
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ same examples with the same masking seed; one timed step is the training loop's 
 alternation, repeat after repeat, so machine noise hits all of them alike; the printed ratio is
 the median step time of each ÷ the baseline's.
 
-    python bench/objective_step_time.py --model runs/backbone-e5-small \\
+    PYTHONPATH=. python bench/objective_step_time.py --model runs/backbone-e5-small \\
         --pairs data/libreoffice/en-de/valid.en data/libreoffice/en-de/valid.de \\
         --objectives tlm dwa --baseline tlm
 """
