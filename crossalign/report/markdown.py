@@ -133,6 +133,7 @@ def render(
         "(runs whose configs differ only in `train.seed`). A value is the mean over a "
         "group's runs ± the half-width of its 95% Student-t interval (none for one run); "
         "bold: the best of its column (↑ higher is better, ↓ lower; counts are not ranked).",
+        *[f"**Warning:** {escape(w)}" for w in collection.warnings],
         "## Runs",
         runs_table(collection),
         compute_line(collection),
