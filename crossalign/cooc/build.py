@@ -745,7 +745,7 @@ __all__ = [
 def build_from_options(o: CoocBuildOptions) -> dict[str, Any]:
     """``crossalign cooc build``: ``build_from_text`` with the command's options, recording
     the command line (without ``--quiet``, which changes no figure) in ``meta.json``."""
-    from crossalign.cli.generate import command_line
+    from crossalign.options import command_line
 
     names = [f.name for f in fields(o) if f.name != "quiet"]
     return build_from_text(

@@ -14,9 +14,10 @@ import typing
 import pytest
 
 from crossalign.cli import build_parser, main
-from crossalign.cli.generate import field_docs, options_from
+from crossalign.cli.generate import options_from
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Metric, Unit, evaluations
+from crossalign.options import field_docs
 
 REGISTRY = evaluations()
 NAMES = REGISTRY.names()

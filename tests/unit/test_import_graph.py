@@ -90,3 +90,18 @@ def test_cycle_finder_sees_a_function_level_circle(tmp_path: Path) -> None:
 def test_no_import_circle_in_crossalign() -> None:
     cycle = _cycle(_graph())
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+LIBRARY_ALLOWED_CLI = {"crossalign.__main__"}
+"""Modules below the CLI that may import it: the entry point alone."""
+
+
+def test_the_library_does_not_import_the_cli() -> None:
+    offenders = {
+        name: sorted(
+            m for m in imported if m == "crossalign.cli" or m.startswith("crossalign.cli.")
+        )
+        for name, imported in _graph().items()
+        if not name.startswith("crossalign.cli") and name not in LIBRARY_ALLOWED_CLI
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
