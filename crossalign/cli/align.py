@@ -7,8 +7,9 @@ import sys
 from dataclasses import dataclass
 
 from crossalign.align.config import AlignConfig, parse_language_pair
-from crossalign.cli.generate import add_options, opt, options_from
+from crossalign.cli.generate import options_from
 from crossalign.errors import CrossalignError
+from crossalign.options import add_options, opt
 
 
 @dataclass

@@ -112,3 +112,18 @@ def test_data_objectives_and_evals_import_nothing_of_the_training_loop() -> None
         if imported.startswith(forbidden)
     )
     assert not upward, "imports from a layer above: " + ", ".join(upward)
+
+
+LIBRARY_ALLOWED_CLI = {"crossalign.__main__"}
+"""Modules below the CLI that may import it: the entry point alone."""
+
+
+def test_the_library_does_not_import_the_cli() -> None:
+    offenders = {
+        name: sorted(
+            m for m in imported if m == "crossalign.cli" or m.startswith("crossalign.cli.")
+        )
+        for name, imported in _graph().items()
+        if not name.startswith("crossalign.cli") and name not in LIBRARY_ALLOWED_CLI
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
