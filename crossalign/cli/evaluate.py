@@ -14,7 +14,7 @@ def _eval(args: argparse.Namespace) -> int:
     from crossalign.evals.registry import evaluations
     from crossalign.evals.results import RecordNotWritten, run_evaluation
     from crossalign.fileio import check_writable, write_json_atomic
-    from crossalign.tables import evaluation_table
+    from crossalign.report.tables import evaluation_table
 
     evaluation = evaluations().get(args.evaluation)
     opts = options_from(args, evaluation.options, args.overrides, f"eval {evaluation.name}")

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from crossalign.checks import check_choice, check_range
 from crossalign.options import opt
 
-WORD_MODES = ("whole", "mean")
 BACKENDS = ("auto", "torch", "faiss")
 
 

@@ -20,9 +20,9 @@ from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Evaluation, Metric, evaluations, split_key
 from crossalign.evals.results import RESULTS, ResultRecord, read_results
+from crossalign.report.tables import CI
 from crossalign.run_dir import METRICS, flatten, read_metrics
 from crossalign.stats import t_interval
-from crossalign.tables import CI
 
 SEED_KEYS = frozenset({"train.seed", "run_dir"})
 """Flattened config keys in which the runs of one group may differ."""

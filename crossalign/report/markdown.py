@@ -11,7 +11,7 @@ from typing import Any
 
 from crossalign.report.collect import Collection, Run, Table
 from crossalign.report.plots import Figures
-from crossalign.tables import CI, format_table, format_value, header, row_label
+from crossalign.report.tables import CI, format_table, format_value, header, row_label
 
 FIGURES = "figures"
 

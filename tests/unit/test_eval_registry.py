@@ -140,7 +140,7 @@ def test_ls_evaluations_lists_names_summaries_and_metric_directions(capsys):
 
 
 def test_tables_label_rows_and_join_half_widths():
-    from crossalign.tables import evaluation_table
+    from crossalign.report.tables import evaluation_table
 
     table = evaluation_table(
         REGISTRY.get("cooc-compare"),
