@@ -4,6 +4,7 @@ import pytest
 
 import crossalign.data.corpora.card as card_module
 from crossalign.data.corpora.card import (
+    CorpusBuild,
     PairSet,
     assign_splits,
     one_line,
@@ -25,13 +26,15 @@ def build(out, sets, seed=0, n_valid=5, n_test=5):
     return write_parallel(
         out,
         sets,
-        builder="test",
-        sources=SOURCES,
-        filters=["hand-made"],
-        seed=seed,
-        n_valid=n_valid,
-        n_test=n_test,
-        command="crossalign data test",
+        CorpusBuild(
+            builder="test",
+            sources=SOURCES,
+            filters=["hand-made"],
+            seed=seed,
+            n_valid=n_valid,
+            n_test=n_test,
+            command="crossalign data test",
+        ),
     )
 
 
@@ -133,13 +136,15 @@ def test_dictionary_split_by_source_word(tmp_path):
     card = write_dictionaries(
         tmp_path / "dict",
         [PairSet("en", "de", words)],
-        builder="test",
-        sources=SOURCES,
-        filters=[],
-        seed=0,
-        n_valid=5,
-        n_test=15,
-        command="",
+        CorpusBuild(
+            builder="test",
+            sources=SOURCES,
+            filters=[],
+            seed=0,
+            n_valid=5,
+            n_test=15,
+            command="",
+        ),
     )
     pair_dir = tmp_path / "dict" / "en-de"
     by_split = {s: read_dictionary(pair_dir / f"{s}.txt") for s in ("train", "valid", "test")}
@@ -207,13 +212,15 @@ def test_resolve_corpus_rejects_dictionary(tmp_path):
     write_dictionaries(
         tmp_path / "dict",
         [PairSet("en", "de", [("house", "haus")] * 2)],
-        builder="t",
-        sources=[],
-        filters=[],
-        seed=0,
-        n_valid=1,
-        n_test=1,
-        command="",
+        CorpusBuild(
+            builder="t",
+            sources=[],
+            filters=[],
+            seed=0,
+            n_valid=1,
+            n_test=1,
+            command="",
+        ),
     )
     with pytest.raises(CrossalignError, match="is a dictionary corpus, not parallel text"):
         resolve_corpus(tmp_path / "dict")

@@ -17,7 +17,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from crossalign.data.corpora.card import PairSet, missing_package, package_source, write_parallel
+from crossalign.data.corpora.card import (
+    CorpusBuild,
+    PairSet,
+    missing_package,
+    package_source,
+    write_parallel,
+)
 
 SWORD_ROOT = Path("/usr/share/sword")
 
@@ -188,11 +194,13 @@ def build_bible(
     return write_parallel(
         out,
         [PairSet(ENGLISH.lang, SPANISH.lang, pairs, packages)],
-        builder="bible",
-        sources=[package_source(p) for p in packages],
-        filters=FILTERS,
-        seed=seed,
-        n_valid=n_valid,
-        n_test=n_test,
-        command=command,
+        CorpusBuild(
+            builder="bible",
+            sources=[package_source(p) for p in packages],
+            filters=FILTERS,
+            seed=seed,
+            n_valid=n_valid,
+            n_test=n_test,
+            command=command,
+        ),
     )

@@ -148,31 +148,49 @@ def _split_sets(
     }
 
 
+@dataclass
+class CorpusBuild:
+    """How a corpus is built: what its card records (builder, sources, filters, command) and
+    how it is split (seed, valid and test sizes)."""
+
+    builder: str
+    """The builder's name, e.g. ``bible``."""
+    sources: list[dict[str, Any]]
+    """Where the text comes from (``package_source`` of each Debian package)."""
+    filters: list[str]
+    """What was left out, in words."""
+    seed: int
+    """Seed of the train/valid/test split."""
+    n_valid: int
+    """Units (source segments or source words) in valid."""
+    n_test: int
+    """Units in test."""
+    command: str
+    """The command line that built it."""
+
+
 def _card(
-    builder: str,
+    build: CorpusBuild,
     kind: str,
     sets: list[PairSet],
     counts: dict[str, dict[str, int]],
-    sources: list[dict[str, Any]],
-    filters: list[str],
-    seed: int,
-    sizes: dict[str, Any],
-    command: str,
+    unit: str,
 ) -> dict[str, Any]:
     """The data card: provenance, languages, counts, filters, split settings and command."""
     languages = sorted({s.src for s in sets} | {s.tgt for s in sets})
+    sizes = {"unit": unit, "valid": build.n_valid, "test": build.n_test, "cap": 0.1}
     return {
-        "builder": builder,
+        "builder": build.builder,
         "format": kind,
-        "command": command,
-        "sources": sources,
+        "command": build.command,
+        "sources": build.sources,
         "languages": languages,
         "pairs": {
             s.name: {"src": s.src, "tgt": s.tgt, "sources": s.sources, **counts[s.name]}
             for s in sets
         },
-        "filters": [*filters, "exact duplicate pairs dropped"],
-        "seed": seed,
+        "filters": [*build.filters, "exact duplicate pairs dropped"],
+        "seed": build.seed,
         "split": sizes,
     }
 
@@ -180,21 +198,14 @@ def _card(
 def write_parallel(
     out: str | Path,
     sets: list[PairSet],
-    *,
-    builder: str,
-    sources: list[dict[str, Any]],
-    filters: list[str],
-    seed: int,
-    n_valid: int,
-    n_test: int,
-    command: str,
+    build: CorpusBuild,
 ) -> dict[str, Any]:
     """Write line-aligned ``{train,valid,test}.<lang>`` files per pair and ``card.json``.
 
     Exact duplicate pairs are dropped; pairs with the same source segment share a split, in
     every pair of the corpus. Returns the card.
     """
-    splits = _split_sets(sets, n_valid, n_test, seed)
+    splits = _split_sets(sets, build.n_valid, build.n_test, build.seed)
     with atomic_dir(out) as tmp:
         for pair_set in sets:
             pair_dir = tmp / pair_set.name
@@ -205,8 +216,7 @@ def write_parallel(
             pair: {name: len(pairs) for name, pairs in by_split.items()}
             for pair, by_split in splits.items()
         }
-        sizes = {"unit": "source segment", "valid": n_valid, "test": n_test, "cap": 0.1}
-        card = _card(builder, "parallel", sets, counts, sources, filters, seed, sizes, command)
+        card = _card(build, "parallel", sets, counts, "source segment")
         write_json_atomic(tmp / CARD, card)
     return card
 
@@ -214,21 +224,14 @@ def write_parallel(
 def write_dictionaries(
     out: str | Path,
     sets: list[PairSet],
-    *,
-    builder: str,
-    sources: list[dict[str, Any]],
-    filters: list[str],
-    seed: int,
-    n_valid: int,
-    n_test: int,
-    command: str,
+    build: CorpusBuild,
 ) -> dict[str, Any]:
     """Write MUSE dictionaries ``{train,valid,test,full}.txt`` (``src tgt``) per pair and the card.
 
     The split is by source word: all translations of a word land in the same split, in every
     pair of the corpus. Lines are sorted. Returns the card.
     """
-    splits = _split_sets(sets, n_valid, n_test, seed)
+    splits = _split_sets(sets, build.n_valid, build.n_test, build.seed)
     counts: dict[str, dict[str, int]] = {}
     with atomic_dir(out) as tmp:
         for pair_set in sets:
@@ -241,7 +244,6 @@ def write_dictionaries(
                 **{name: len(pairs) for name, pairs in by_split.items()},
                 **{f"{name}_source_words": len({s for s, _ in by_split[name]}) for name in SPLITS},
             }
-        sizes = {"unit": "source word", "valid": n_valid, "test": n_test, "cap": 0.1}
-        card = _card(builder, "dictionary", sets, counts, sources, filters, seed, sizes, command)
+        card = _card(build, "dictionary", sets, counts, "source word")
         write_json_atomic(tmp / CARD, card)
     return card

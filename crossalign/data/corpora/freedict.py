@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from tqdm import tqdm
 
 from crossalign.data.corpora.card import (
+    CorpusBuild,
     PairSet,
     missing_package,
     package_source,
@@ -201,11 +202,13 @@ def build_freedict(
     return write_dictionaries(
         out,
         sets,
-        builder="freedict",
-        sources=[package_source(dict_package(name), f"{name}/*") for name, _, _ in checked],
-        filters=FILTERS,
-        seed=seed,
-        n_valid=n_valid,
-        n_test=n_test,
-        command=command,
+        CorpusBuild(
+            builder="freedict",
+            sources=[package_source(dict_package(name), f"{name}/*") for name, _, _ in checked],
+            filters=FILTERS,
+            seed=seed,
+            n_valid=n_valid,
+            n_test=n_test,
+            command=command,
+        ),
     )

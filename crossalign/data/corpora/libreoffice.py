@@ -14,7 +14,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from crossalign.data.corpora.card import PairSet, missing_package, package_source, write_parallel
+from crossalign.data.corpora.card import (
+    CorpusBuild,
+    PairSet,
+    missing_package,
+    package_source,
+    write_parallel,
+)
 from crossalign.errors import CrossalignError
 from crossalign.languages import check_language
 
@@ -176,11 +182,13 @@ def build_libreoffice(
     return write_parallel(
         out,
         sets,
-        builder="libreoffice",
-        sources=[package_source(p) for p in packages],
-        filters=FILTERS,
-        seed=seed,
-        n_valid=n_valid,
-        n_test=n_test,
-        command=command,
+        CorpusBuild(
+            builder="libreoffice",
+            sources=[package_source(p) for p in packages],
+            filters=FILTERS,
+            seed=seed,
+            n_valid=n_valid,
+            n_test=n_test,
+            command=command,
+        ),
     )
