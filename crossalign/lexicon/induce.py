@@ -16,10 +16,11 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.csls import csls_topk
 from crossalign.lexicon.embed import TokenVectors, contextual_token_vectors, embedding_layer
+from crossalign.lexicon.options import InductionOptions
 from crossalign.lexicon.vocab import language_specific_vocab, token_counts
 
 if TYPE_CHECKING:
-    from crossalign.lexicon.options import InduceOptions, InductionOptions
+    from crossalign.lexicon.options import InduceOptions
 
 
 @dataclass
@@ -118,18 +119,18 @@ def induce_from_model(
     tgt_texts: Sequence[str],
     src_lang: str,
     tgt_lang: str,
-    layer: int = 0,
-    threshold: int = 100,
-    other_max: int = 100,
-    k: int = 10,
-    context_sentences: int = 2000,
+    opts: InductionOptions | None = None,
+    *,
     max_length: int = 128,
-    backend: str = "torch",
     progress: bool = False,
 ) -> Induction:
-    """Language-specific vocabularies of the two texts, then CSLS translations in both
-    directions from ``layer``. Contextual layers average over the first ``context_sentences``
-    lines of each text."""
+    """Language-specific vocabularies of the two texts (``opts.threshold``,
+    ``opts.other_max``), then CSLS translations (``opts.k``, ``opts.backend``) in both
+    directions from ``opts.layer``. Contextual layers average over the first
+    ``opts.context_sentences`` lines of each text (default options: ``InductionOptions()``)."""
+    opts = opts or InductionOptions()
+    layer, threshold, other_max = opts.layer, opts.threshold, opts.other_max
+    k, context_sentences, backend = opts.k, opts.context_sentences, opts.backend
     start = time.perf_counter()
     vocab = model.get_input_embeddings().weight.shape[0]
     specials = sorted(set(tokenizer.all_special_ids))
@@ -203,12 +204,7 @@ def induce_with_options(
         language_text(opts.corpus, opts.tgt_text, tgt, opts.max_sentences),
         src,
         tgt,
-        layer=opts.layer,
-        threshold=opts.threshold,
-        other_max=opts.other_max,
-        k=opts.k,
-        context_sentences=opts.context_sentences,
-        backend=opts.backend,
+        opts,
         progress=True,
     )
 

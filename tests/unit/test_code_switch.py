@@ -18,6 +18,7 @@ from crossalign.errors import CrossalignError
 from crossalign.evals.layers import layer_scores
 from crossalign.lexicon.embed import contextual_token_vectors
 from crossalign.lexicon.induce import induce_from_model
+from crossalign.lexicon.options import InductionOptions
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.code_switch import soft_translations, switch_positions
 from crossalign.objectives.mlm import masked_lm_loss
@@ -427,9 +428,8 @@ def test_contextual_vectors_and_induction_follow_the_model_device(setup):
     with FakeAccelerator(model):
         vectors = contextual_token_vectors(model, tok, texts["en"], [1, 2])
         assert all(on_accelerator(v.table) and on_accelerator(v.row_of) for v in vectors.values())
-        result = induce_from_model(
-            model, tok, texts["en"], texts["es"], "en", "es", layer=2, threshold=0, other_max=0
-        )
+        opts = InductionOptions(layer=2, threshold=0, other_max=0)
+        result = induce_from_model(model, tok, texts["en"], texts["es"], "en", "es", opts)
         for d in (result.forward, result.backward):
             assert all(on_accelerator(t) for t in (d.src_ids, d.tgt_ids, d.scores))
             assert on_accelerator(d.table(len(tok)))
