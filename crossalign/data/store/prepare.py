@@ -176,7 +176,9 @@ def cached_store(
 ) -> Path:
     """The store of ``sources`` tokenized by ``tokenizer``: built into ``cache_dir/<key>``
     the first time, found there afterwards. A changed source file or tokenizer gives a new
-    key (a new store); concurrent builders of one key wait for each other."""
+    key (a new store); concurrent builders of one key wait for each other. A complete store
+    is used without the lock (a read-only shared cache); a piece deleted as the fix of a
+    damaged one is rewritten."""
     listed = store_sources(sources)
     key = store_key(listed, tokenizer)
     root = Path(cache_dir) if cache_dir else default_cache_dir()

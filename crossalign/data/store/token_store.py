@@ -23,7 +23,9 @@ whatever the number of shards or processes.
   subword → word map the alignment objectives and evaluations need.
 
 Monolingual text is packed into blocks at read time (``PackedBlocks``), so one store serves any
-``max_length``.
+``max_length``. ``piece.json`` (and the shard manifest) record each array file's SHA-256;
+``open_store`` checks every piece's structure and the hashes of pieces changed since the
+build, ``verify_store`` every hash (``integrity``; docs/store.md, "Run safety").
 """
 
 from __future__ import annotations
