@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from crossalign.cli.generate import add_options, opt, options_from
+from crossalign.cli.generate import options_from
+from crossalign.options import add_options, opt
 
 
 @dataclass
@@ -23,7 +24,7 @@ class TrainOptions:
 
 def _train(args: argparse.Namespace) -> int:
     from crossalign.config import load_config
-    from crossalign.training import train
+    from crossalign.training.loop import train
 
     o = options_from(args, TrainOptions)
     train(load_config(o.config, o.overrides), resume=o.resume, overwrite=o.overwrite)

@@ -695,43 +695,10 @@ def text_sources(
     return sorted(files.items())
 
 
-def build_from_text(
-    out_dir: str | os.PathLike,
-    *,
-    tokenizer: str | None = None,
-    model: str | None = None,
-    corpus: str | None = None,
-    languages: str | None = None,
-    texts: Sequence[str] = (),
-    window: int = 2,
-    reference: str | None = None,
-    pretokenized: bool = False,
-    num_proc: int = 1,
-    log_fp16: bool = False,
-    command: str = "",
-    progress: bool = False,
-) -> dict:
-    """``crossalign cooc build``: ``build_matrix`` over the text of ``text_sources`` with the
-    tokenizer in ``tokenizer`` (else the one of ``model``). Options are checked before any
-    text is read. Returns the written meta."""
-    tokenizer_dir = tokenizer or model
-    if not tokenizer_dir:
-        raise CrossalignError(
-            "give the tokenizer the matrix is for: --tokenizer DIR or --model DIR"
-        )
-    if num_proc < 1:
-        raise CrossalignError(f"--num-proc {num_proc} must be >= 1")
-    sources = text_sources(corpus, languages, texts)
-    return build_matrix(
-        out_dir, sources, tokenizer_dir, window, reference, pretokenized, num_proc, log_fp16,
-        command, progress,
-    )  # fmt: skip
-
-
 __all__ = [
     "BuildResult",
     "CountRuns",
-    "build_from_text",
+    "build_from_options",
     "build_matrix",
     "count_cooccurrences",
     "count_pairs",
@@ -743,23 +710,23 @@ __all__ = [
 
 
 def build_from_options(o: CoocBuildOptions) -> dict[str, Any]:
-    """``crossalign cooc build``: ``build_from_text`` with the command's options, recording
-    the command line (without ``--quiet``, which changes no figure) in ``meta.json``."""
-    from crossalign.cli.generate import command_line
+    """``crossalign cooc build``: ``build_matrix`` into ``o.out`` over the text of
+    ``text_sources`` with the tokenizer in ``o.tokenizer`` (else the one of ``o.model``),
+    recording the command line (without ``--quiet``, which changes no figure) in
+    ``meta.json``. Options are checked before any text is read. Returns the written meta."""
+    from crossalign.options import command_line
 
+    tokenizer_dir = o.tokenizer or o.model
+    if not tokenizer_dir:
+        raise CrossalignError(
+            "give the tokenizer the matrix is for: --tokenizer DIR or --model DIR"
+        )
+    if o.num_proc < 1:
+        raise CrossalignError(f"--num-proc {o.num_proc} must be >= 1")
+    sources = text_sources(o.corpus, o.languages, o.text)
     names = [f.name for f in fields(o) if f.name != "quiet"]
-    return build_from_text(
-        o.out,
-        tokenizer=o.tokenizer,
-        model=o.model,
-        corpus=o.corpus,
-        languages=o.languages,
-        texts=o.text,
-        window=o.window,
-        reference=o.reference,
-        pretokenized=o.pretokenized,
-        num_proc=o.num_proc,
-        log_fp16=o.log_fp16,
-        command=command_line(["crossalign", "cooc", "build"], o, names),
-        progress=not o.quiet,
-    )
+    command = command_line(["crossalign", "cooc", "build"], o, names)
+    return build_matrix(
+        o.out, sources, tokenizer_dir, o.window, o.reference, o.pretokenized, o.num_proc,
+        o.log_fp16, command, not o.quiet,
+    )  # fmt: skip

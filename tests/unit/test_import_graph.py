@@ -90,3 +90,95 @@ def test_cycle_finder_sees_a_function_level_circle(tmp_path: Path) -> None:
 def test_no_import_circle_in_crossalign() -> None:
     cycle = _cycle(_graph())
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_data_objectives_and_evals_import_nothing_of_the_training_loop() -> None:
+    """The training loop sits above what it drives: the data layer imports no objective and
+    no training module, and objectives and evaluations import no training module (the
+    held-out evaluation they share lives in ``evals.heldout``, ``ObjectiveSet`` in
+    ``objectives``)."""
+    above = {
+        "crossalign.data": ("crossalign.objectives", "crossalign.training"),
+        "crossalign.objectives": ("crossalign.training", "crossalign.evals"),
+        "crossalign.evals": ("crossalign.training",),
+    }
+    graph = _graph()
+    upward = sorted(
+        f"{module} -> {imported}"
+        for layer, forbidden in above.items()
+        for module, imports in graph.items()
+        if module == layer or module.startswith(layer + ".")
+        for imported in imports
+        if imported.startswith(forbidden)
+    )
+    assert not upward, "imports from a layer above: " + ", ".join(upward)
+
+
+LIBRARY_ALLOWED_CLI = {"crossalign.__main__"}
+"""Modules below the CLI that may import it: the entry point alone."""
+
+
+def test_the_library_does_not_import_the_cli() -> None:
+    offenders = {
+        name: sorted(
+            m for m in imported if m == "crossalign.cli" or m.startswith("crossalign.cli.")
+        )
+        for name, imported in _graph().items()
+        if not name.startswith("crossalign.cli") and name not in LIBRARY_ALLOWED_CLI
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+FLOORS: list[tuple[str, ...]] = [
+    ("cli", "__main__"),
+    ("api",),
+    ("study",),
+    ("report",),
+    ("training", "probes"),
+    ("evals",),
+    ("objectives", "objective_options"),
+    ("align", "lexicon", "cooc"),
+    ("models",),
+    ("data",),
+    ("config", "run_dir", "checkpoint", "tracking", "schedules", "hub", "stats", "languages",
+     "extras"),
+    ("options", "schema", "registry", "errors", "fileio", "checks"),
+]  # fmt: skip
+"""The floors of docs/architecture.md, top to bottom: a module imports only from its own floor
+or the floors below it (top-level packages and modules of crossalign, by name)."""
+
+
+def _floor(module: str) -> int | None:
+    """The floor of a crossalign module (None: the package itself)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return None
+    for i, names in enumerate(FLOORS):
+        if parts[1] in names:
+            return i
+    raise AssertionError(f"{module} is on no floor: add it to FLOORS and docs/architecture.md")
+
+
+def upward_arrows(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a floor to a floor above it, as ``a -> b``."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        low = _floor(module)
+        for other in sorted(imported):
+            high = _floor(other)
+            if low is not None and high is not None and high < low:
+                found.append(f"{module} -> {other}")
+    return found
+
+
+def test_the_floor_finder_sees_an_upward_arrow() -> None:
+    graph = {
+        "crossalign.data.x": {"crossalign.objectives.base"},
+        "crossalign.cli.y": {"crossalign.data.x"},
+    }
+    assert upward_arrows(graph) == ["crossalign.data.x -> crossalign.objectives.base"]
+
+
+def test_layers_point_down() -> None:
+    found = upward_arrows(_graph())
+    assert not found, "imports that point up a floor (docs/architecture.md):\n" + "\n".join(found)
