@@ -91,6 +91,14 @@ class TokenizeOptions:
 
 
 @dataclasses.dataclass
+class VerifyOptions:
+    """``crossalign data verify``."""
+
+    store: str
+    """Store directory."""
+
+
+@dataclasses.dataclass
 class DeriveOutput:
     """Where ``crossalign data derive`` writes."""
 
@@ -147,6 +155,13 @@ def _tokenize(args: argparse.Namespace) -> int:
     o = options_from(args, TokenizeOptions)
     cfg = load_config(o.config, o.overrides)
     print(tokenize_sources(cfg, o.out, o.tokenizer, o.num_proc, o.shard))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from crossalign.data.store.token_store import verify_store
+
+    print(verify_store(options_from(args, VerifyOptions).store))
     return 0
 
 
@@ -241,6 +256,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_options(b, TokenizeOptions, positional=["overrides"])
     b.set_defaults(func=_tokenize)
+
+    b = builders.add_parser(
+        "verify",
+        help="check a token store's structure and every file against its build-time hash",
+        description="Check a complete token store: every piece's structure (offsets within "
+        "the ids, ids below the vocabulary size, sizes as the manifests record) and every "
+        "array file against the SHA-256 hash written when it was built. Prints one line per "
+        "store; a damaged file is an error naming it and how to rewrite it.",
+    )
+    add_options(b, VerifyOptions, positional=["store"])
+    b.set_defaults(func=_verify)
 
     b = builders.add_parser(
         "tokenizer",

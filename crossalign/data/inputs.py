@@ -68,9 +68,14 @@ def read_lines(path: str | os.PathLike, offset: int, first: int, count: int) -> 
 
 
 def file_identity(path: str | os.PathLike) -> dict[str, Any]:
-    """What identifies a file's content for a cache key: absolute path, size, mtime (ns)."""
+    """What identifies a file's content for a cache key: absolute path, size, modification
+    time, inode and inode change time (ns). Every write changes the change time, and unlike
+    the modification time ``touch`` cannot set it back, so an edit that keeps the size and
+    the modification time (``sed -i``, then ``touch -d``) is a new identity; so are a copy
+    moved into place and a ``chmod`` (a rebuild, not wrong data)."""
     st = Path(path).stat()
-    return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "inode": st.st_ino, "ctime_ns": st.st_ctime_ns}  # fmt: skip
 
 
 @dataclass

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from crossalign.data.store.token_store import (
     TokenStore,
     build_store,
     dtype_for,
+    incomplete_pieces,
     missing_shards,
     open_store,
     tokenizer_fingerprint,
@@ -185,18 +187,36 @@ def cached_store(
 ) -> Path:
     """The store of ``sources`` tokenized by ``tokenizer``: built into ``cache_dir/<key>``
     the first time, found there afterwards. A changed source file or tokenizer gives a new
-    key (a new store); concurrent builders of one key wait for each other."""
+    key (a new store); concurrent builders of one key wait for each other. A complete store
+    is used without the lock (a read-only shared cache); a piece deleted as the fix of a
+    damaged one is rewritten."""
     listed = store_sources(sources)
     key = store_key(listed, tokenizer)
     root = Path(cache_dir) if cache_dir else default_cache_dir()
     out = root / key
-    root.mkdir(parents=True, exist_ok=True)
-    # An exclusive OS lock (fcntl.flock on POSIX, released if the process dies): one builder
-    # per key at a time; the others wait, then find the store built.
-    with FileLock(root / f"{key}.lock"):
-        if not (out / "store.json").is_file() or missing_shards(out):
+    if _complete(out):  # only read from now on: no lock (a read-only shared cache)
+        return out
+    with ExitStack() as held:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            # An exclusive OS lock (fcntl.flock on POSIX, released if the process dies): one
+            # builder per key at a time; the others wait, then find the store built.
+            held.enter_context(FileLock(root / f"{key}.lock"))
+        except OSError as e:
+            raise CrossalignError(
+                f"{root}: holds no complete store of these sources and cannot build one "
+                f"({e.strerror or e}); set data.cache_dir to a writable directory (or build "
+                "the store where it is writable and copy it there)"
+            ) from None
+        if not _complete(out):
             build_store(listed, tokenizer, out, key, num_proc=num_proc, progress=progress)
     return out
+
+
+def _complete(out: Path) -> bool:
+    """Whether the store ``out`` has every shard and every piece its shards list (a piece
+    deleted as the fix of a damaged one is rewritten by building again)."""
+    return (out / "store.json").is_file() and not missing_shards(out) and not incomplete_pieces(out)
 
 
 @dataclass
@@ -432,6 +452,6 @@ def describe_store(store: TokenStore) -> str:
             lines.append(
                 f"{part} {name}: {text.pieces.sentences.sum():,} {unit}, {tokens:,} tokens"
             )
-    size = sum(f.stat().st_size for f in store.path.rglob("*.npy"))
+    size = sum(f.stat().st_size for f in store.path.glob("pieces/*/*/[!.]*/*.npy"))
     lines.append(f"store {store.path}: {size / 2**20:,.1f} MiB; train with data.store=PATH")
     return "\n".join(lines)

@@ -23,17 +23,24 @@ whatever the number of shards or processes.
   subword → word map the alignment objectives and evaluations need.
 
 Monolingual text is packed into blocks at read time (``PackedBlocks``), so one store serves any
-``max_length``.
+``max_length``. ``piece.json`` (and the shard manifest) record each array file's SHA-256;
+``open_store`` checks every piece's structure and the hashes of pieces changed since the
+build, ``verify_store`` every hash (``integrity``; docs/store.md, "Run safety").
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import os
+import re
 import resource
 import shutil
+import socket
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -43,6 +50,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from crossalign.data.inputs import PairInput, TextInput, text_hash
+from crossalign.data.store.integrity import (
+    HASH,
+    DamagedPiece,
+    changed_since,
+    check_hashes,
+    check_piece,
+    file_hash,
+    piece_complete,
+)
 from crossalign.errors import CrossalignError
 from crossalign.fileio import read_json, write_text_atomic
 
@@ -146,7 +162,7 @@ def _tokenize_chunk(task: tuple) -> tuple[str, dict[str, int]]:
     """Tokenize one chunk into its piece directory (atomically); returns (piece, stats)."""
     out, piece, source, index, chunk, every, keep = task
     final = Path(out) / "pieces" / piece
-    if (final / "piece.json").is_file():
+    if piece_complete(final, piece):
         return piece, json.loads((final / "piece.json").read_text())
     dtype, sep = _WORKER["dtype"], _WORKER["sep_id"]
     raw = source.inputs[index].read(chunk, every)
@@ -182,17 +198,69 @@ def _tokenize_chunk(task: tuple) -> tuple[str, dict[str, int]]:
         arrays = {"ids": stream, "starts": flags, "offsets": offsets}
         stats = {"sentences": len(lines), "tokens": int(offsets[-1])}
     stats["lines"] = nonempty
-    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    tmp = final.with_name(f".{final.name}{_tmp_suffix(os.getpid())}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for name, array in arrays.items():
-        np.save(tmp / f"{name}.npy", array)
-    (tmp / "piece.json").write_text(json.dumps(stats), encoding="utf-8")
+    file = final  # what a failed write names: where the file was to be (not the tmp copy)
     try:
-        os.replace(tmp, final)
-    except OSError:  # another shard or process wrote the same piece first
+        tmp.mkdir(parents=True)
+        hashes = {}
+        for name, array in arrays.items():
+            file = final / f"{name}.npy"
+            np.save(tmp / file.name, array)
+            hashes[file.name] = file_hash(tmp / file.name)
+        stats[HASH] = hashes
+        file = final / "piece.json"
+        (tmp / file.name).write_text(json.dumps(stats), encoding="utf-8")
+        if final.is_dir() and not piece_complete(final, piece):
+            shutil.rmtree(final)  # a file deleted as the fix of a damaged piece
+        file = final
+        try:
+            os.replace(tmp, final)
+        except OSError:  # another shard or process wrote the same piece first
+            if not piece_complete(final, piece):
+                raise
+    except OSError as e:
+        raise CrossalignError(
+            f"{file}: cannot write ({e.strerror or e}); {_write_fix(e, Path(out))}"
+        ) from None
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return piece, stats
+
+
+def _write_fix(e: OSError, out: Path) -> str:
+    """The fix for a write that failed in the store ``out``."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"free space on the disk of {out} (or give another --out) and run the same "
+            "command again: it keeps the pieces already written"
+        )
+    return f"make {out} writable (or give another --out) and run the same command again"
+
+
+_HOST = re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname()) or "host"
+_TMP = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9._-]+)-(?P<pid>\d+)$")
+
+
+def _tmp_suffix(pid: int) -> str:
+    """The suffix of a piece being written by process ``pid`` of this machine: shards on other
+    machines may write into the same store, so only this machine's are ever swept."""
+    return f".tmp-{_HOST}-{pid}"
+
+
+def _sweep_tmp(out: Path) -> None:
+    """Remove pieces left half-written by this machine's builders that no longer run (killed,
+    or the machine restarted); a failing build removes its own."""
+    for tmp in out.glob("pieces/*/*/.*.tmp-*"):
+        match = _TMP.search(tmp.name)
+        if not match or match["host"] != _HOST or not tmp.is_dir():
+            continue
+        try:
+            os.kill(int(match["pid"]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:  # alive, another user's
+            pass
 
 
 def _dedup_masks(source: Source, every: int) -> list[np.ndarray]:
@@ -217,6 +285,36 @@ def piece_name(source: Source, index: int, chunk: int) -> str:
     return f"{source.part}/{source.name}/{index:05d}-{chunk:07d}"
 
 
+# what a training run directory holds (crossalign.checkpoint, crossalign.run_dir)
+_RUN_FILES = ("config.yaml", "metrics.jsonl", "checkpoints")
+
+
+def _check_out(out: Path) -> None:
+    """A store is written into its own directory: not over a file, not into a run directory."""
+    if out.exists() and not out.is_dir():
+        raise CrossalignError(
+            f"--out {out} is a file, not a store directory; give a new directory (or an "
+            "existing store to complete)"
+        )
+    if not (out / MANIFEST).is_file() and any((out / f).exists() for f in _RUN_FILES):
+        raise CrossalignError(
+            f"--out {out} is a training run directory; give the store its own directory, e.g. "
+            f"--out {out.parent / (out.name + '-store')}"
+        )
+
+
+@contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """A failed write into the store ``out`` (a full disk, a read-only place) is one line
+    naming the file and the fix."""
+    try:
+        yield
+    except OSError as e:
+        raise CrossalignError(
+            f"{e.filename or out}: cannot write ({e.strerror or e}); {_write_fix(e, out)}"
+        ) from None
+
+
 def build_store(
     sources: list[Source],
     tokenizer: Any,
@@ -235,7 +333,10 @@ def build_store(
     if not 0 <= k < n:
         raise CrossalignError(f"--shard {k}/{n}: K must be in 0..N-1")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    _check_out(out)
+    with _writing(out):
+        out.mkdir(parents=True, exist_ok=True)
+        _sweep_tmp(out)
     manifest = {
         "format": FORMAT,
         "version": VERSION,
@@ -260,11 +361,12 @@ def build_store(
                 f"{old.get('shards')}); give a new --out or delete it"
             )
     else:
-        write_text_atomic(existing, json.dumps(manifest, indent=2) + "\n")
+        with _writing(out):
+            write_text_atomic(existing, json.dumps(manifest, indent=2) + "\n")
     if not (out / "tokenizer").is_dir():
         from crossalign.fileio import atomic_dir
 
-        with atomic_dir(out / "tokenizer") as tmp:
+        with _writing(out), atomic_dir(out / "tokenizer") as tmp:
             tokenizer.save_pretrained(tmp)
     tasks = []
     for source in sources:
@@ -303,14 +405,18 @@ def build_store(
             raise CrossalignError(error)
     else:
         _init_worker(*init)
-        for task in mine:
-            piece, stats = _tokenize_chunk(task)
-            done[piece] = stats
-            bar.update(1)
+        try:
+            for task in mine:
+                piece, stats = _tokenize_chunk(task)
+                done[piece] = stats
+                bar.update(1)
+        finally:
+            bar.close()  # before an error's line
     bar.close()
     shard_file = out / "shards" / f"shard-{k}-of-{n}.json"
-    shard_file.parent.mkdir(exist_ok=True)
-    write_text_atomic(shard_file, json.dumps({"key": key, "pieces": done}) + "\n")
+    with _writing(out):
+        shard_file.parent.mkdir(exist_ok=True)
+        write_text_atomic(shard_file, json.dumps({"key": key, "pieces": done}) + "\n")
     return out
 
 
@@ -335,11 +441,9 @@ class _Pieces:
             path = self.root / "pieces" / self.names[i] / f"{name}.npy"
             try:
                 self._arrays[key] = np.load(path, mmap_mode="r")
-            except (OSError, ValueError) as e:
-                raise CrossalignError(
-                    f"{path}: cannot read ({e}); the store is damaged: delete the piece "
-                    f"directory and run crossalign data tokenize again to rewrite it"
-                ) from None
+            except (OSError, ValueError, EOFError) as e:
+                fix = _rebuild(self.root)
+                raise DamagedPiece(path, f"cannot read ({e or 'empty'})", fix) from None
         return self._arrays[key]
 
 
@@ -556,9 +660,93 @@ def _raise_nofile_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def open_store(path: str | Path) -> TokenStore:
-    """Open a complete store (every shard written); raises naming the missing shards."""
+def _rebuild(path: Path, shard: tuple[int, int] | None = None) -> str:
+    """How to rewrite a deleted piece of the store ``path`` (of ``shard`` K/N)."""
+    where = f" --shard {shard[0]}/{shard[1]}" if shard and shard[1] > 1 else ""
+    return (
+        f"run the same crossalign data tokenize --out {path}{where} (a store in the cache: "
+        "the same run) again"
+    )
+
+
+def _shard_pieces(path: Path, n: int) -> list[tuple[int, float, dict[str, dict[str, Any]]]]:
+    """Per shard: its number, its manifest's modification time (ns) and its pieces."""
+    out = []
+    for k in range(n):
+        file = path / "shards" / f"shard-{k}-of-{n}.json"
+        shard = read_json(file, f"delete it and {_rebuild(path, (k, n))}")
+        out.append((k, file.stat().st_mtime_ns, shard["pieces"]))
+    return out
+
+
+def incomplete_pieces(path: str | Path) -> list[str]:
+    """Pieces a shard manifest lists whose directory lacks a file (deleted as the fix of a
+    damaged piece): building the store again rewrites them."""
     path = Path(path)
+    n = store_manifest(path)["shards"]
+    return [
+        piece
+        for _, _, pieces in _shard_pieces(path, n)
+        for piece in pieces
+        if not piece_complete(path / "pieces" / piece, piece)
+    ]
+
+
+VERIFIED = "verified"
+"""A stamp file: its modification time is when the pieces changed since the build were last
+found equal to their hashes (see ``open_store``)."""
+
+
+def check_store(path: Path, manifest: dict[str, Any], hashes: str = "changed") -> int:
+    """Check every piece's structure (``check_piece``) and, with ``hashes="changed"``, the
+    content hashes of the pieces whose files changed after their shard manifest (and after
+    the last such check), with ``"all"`` of every piece. Returns the bytes hashed; raises
+    ``DamagedPiece`` at the first problem."""
+    n = manifest["shards"]
+    stamp = path / VERIFIED
+    checked_at = stamp.stat().st_mtime_ns if stamp.is_file() else 0
+    started = time.time_ns()
+    hashed = 0
+    for k, written, pieces in _shard_pieces(path, n):
+        fix = _rebuild(path, (k, n))
+        for piece, stats in pieces.items():
+            directory = path / "pieces" / piece
+            if not directory.is_dir():
+                raise DamagedPiece(directory, "missing", fix)
+            check_piece(directory, piece, stats, manifest, fix)
+            if hashes == "all" or changed_since(directory, piece, max(written, checked_at)):
+                check_hashes(directory, stats, fix)
+                hashed += sum(f.stat().st_size for f in directory.iterdir())
+    if hashed and hashes == "changed":
+        try:  # not again at the next open; a read-only store checks them every time
+            stamp.touch()
+            os.utime(stamp, ns=(started, started))
+        except OSError:
+            pass
+    return hashed
+
+
+def verify_store(path: str | Path) -> str:
+    """``crossalign data verify``: check a complete store's structure and every file against
+    the hash recorded at build; returns a summary line, raises ``DamagedPiece`` naming the
+    first damaged file."""
+    path = Path(path)
+    manifest = _complete_manifest(path)
+    hashed = check_store(path, manifest, hashes="all")
+    pieces = [p for _, _, shard in _shard_pieces(path, manifest["shards"]) for p in shard.values()]
+    unhashed = sum(HASH not in stats for stats in pieces)
+    note = (
+        f"; {unhashed} pieces have no recorded hashes (built by an older crossalign: build "
+        "the store again to have them checked)"
+        if unhashed
+        else ""
+    )
+    n = len(pieces)
+    return f"{path}: {n} pieces, {hashed / 2**20:,.1f} MiB verified (structure, {HASH}){note}"
+
+
+def _complete_manifest(path: Path) -> dict[str, Any]:
+    """The manifest of a store whose shards are all written; raises naming the missing ones."""
     manifest = store_manifest(path)
     missing = missing_shards(path)
     n = manifest["shards"]
@@ -567,11 +755,20 @@ def open_store(path: str | Path) -> TokenStore:
         raise CrossalignError(
             f"store {path} is incomplete: run crossalign data tokenize --out {path} {todo}"
         )
+    return manifest
+
+
+def open_store(path: str | Path) -> TokenStore:
+    """Open a complete store (every shard written; raises naming the missing shards), after
+    checking it (``check_store``): a damaged piece raises naming its file."""
+    path = Path(path)
+    manifest = _complete_manifest(path)
+    n = manifest["shards"]
+    check_store(path, manifest)
     _raise_nofile_limit()
     pieces: dict[str, dict[str, int]] = {}
-    for k in range(n):
-        shard = json.loads((path / "shards" / f"shard-{k}-of-{n}.json").read_text("utf-8"))
-        pieces.update(shard["pieces"])
+    for _, _, shard_pieces in _shard_pieces(path, n):
+        pieces.update(shard_pieces)
     grouped: dict[tuple[str, str], list[str]] = {}
     for piece in sorted(pieces):
         part, name, _ = piece.split("/")
