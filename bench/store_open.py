@@ -28,9 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from crossalign.data.store import token_store
+from crossalign.data.store import reading
 from crossalign.data.store.integrity import HASH, file_hash
-from crossalign.data.store.token_store import FORMAT, VERSION, open_store, verify_store
+from crossalign.data.store.reading import open_store, verify_store
+from crossalign.data.store.token_store import FORMAT, VERSION
 
 SENTENCES = 100_000
 VOCAB = 8_000
@@ -106,17 +107,17 @@ def main() -> None:
     piece = sorted((store / "pieces" / "mono" / "en").iterdir())[0]
 
     def one_changed() -> None:
-        (store / token_store.VERIFIED).unlink(missing_ok=True)
+        (store / reading.VERIFIED).unlink(missing_ok=True)
         os.utime(piece / "ids.npy")
 
-    real = token_store.check_store
+    real = reading.check_store
 
     def manifests_only() -> None:
-        token_store.check_store = lambda *a, **k: 0
+        reading.check_store = lambda *a, **k: 0
         try:
             open_store(store)
         finally:
-            token_store.check_store = real
+            reading.check_store = real
 
     rows = [
         ("manifests only", manifests_only, None),

@@ -159,7 +159,7 @@ def _tokenize(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from crossalign.data.store.token_store import verify_store
+    from crossalign.data.store.reading import verify_store
 
     print(verify_store(options_from(args, VerifyOptions).store))
     return 0

@@ -122,7 +122,7 @@ def computed_perplexity(model_dir: str, opts: PerplexityOptions) -> EvalOutput:
     from accelerate import Accelerator
 
     from crossalign.data.store.prepare import cached_store, training_data
-    from crossalign.data.store.token_store import open_store
+    from crossalign.data.store.reading import open_store
     from crossalign.data.tokenizer import load_tokenizer
     from crossalign.evals.heldout import heldout_loss
     from crossalign.models.load import load_model

@@ -61,7 +61,7 @@ from crossalign.objectives.options import (
 
 if TYPE_CHECKING:
     from crossalign.data.store.prepare import TrainingData
-    from crossalign.data.store.token_store import MonoText
+    from crossalign.data.store.reading import MonoText
 
 
 def _first_sentences(text: MonoText) -> Callable[[slice], list[np.ndarray]]:

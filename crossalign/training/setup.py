@@ -26,8 +26,8 @@ from crossalign.data.store.prepare import (
     train_config_tokenizer,
     training_data,
 )
+from crossalign.data.store.reading import open_store
 from crossalign.data.store.streaming import StreamingText, is_streaming
-from crossalign.data.store.token_store import open_store
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir

@@ -18,7 +18,8 @@ from crossalign.cli import main
 from crossalign.config import TokenizerConfig
 from crossalign.data.store import prepare
 from crossalign.data.store.prepare import Sources, cached_store, store_sources, training_data
-from crossalign.data.store.token_store import build_store, open_store
+from crossalign.data.store.reading import open_store
+from crossalign.data.store.token_store import build_store
 from crossalign.data.tokenizer import train_tokenizer
 from crossalign.errors import CrossalignError
 

@@ -13,7 +13,7 @@ import torch
 
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.data.store.prepare import Sources, TrainingData, cached_store, training_data
-from crossalign.data.store.token_store import open_store
+from crossalign.data.store.reading import open_store
 from crossalign.errors import CrossalignError
 from crossalign.evals.layers import layer_scores
 from crossalign.lexicon.embed import contextual_token_vectors

@@ -26,7 +26,8 @@ from crossalign.data.store.prepare import (
     tokenizer_sample,
     training_data,
 )
-from crossalign.data.store.token_store import build_store, dtype_for, open_store
+from crossalign.data.store.reading import open_store
+from crossalign.data.store.token_store import build_store, dtype_for
 from crossalign.data.tokenizer import train_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.vocab import token_counts

@@ -11,8 +11,9 @@ import pytest
 
 from crossalign.config import TokenizerConfig
 from crossalign.data.inputs import TextInput
+from crossalign.data.store.reading import PackedBlocks, open_store
 from crossalign.data.store.streaming import StreamingText
-from crossalign.data.store.token_store import PackedBlocks, Source, build_store, open_store
+from crossalign.data.store.token_store import Source, build_store
 from crossalign.data.tokenizer import train_tokenizer
 from crossalign.errors import CrossalignError
 

@@ -21,21 +21,23 @@ from crossalign.config import DataConfig, RunConfig
 from crossalign.data.inputs import PairInput, TextInput
 from crossalign.data.readers import dataset_spec
 from crossalign.data.sampling import language_probs
-from crossalign.data.store.streaming import StreamingText, is_streaming
-from crossalign.data.store.token_store import (
-    CHUNK_LINES,
-    VERSION,
+from crossalign.data.store.reading import (
     MonoSentences,
     MonoText,
     PackedBlocks,
     PairText,
-    Source,
     TokenStore,
-    build_store,
-    dtype_for,
     incomplete_pieces,
     missing_shards,
     open_store,
+)
+from crossalign.data.store.streaming import StreamingText, is_streaming
+from crossalign.data.store.token_store import (
+    CHUNK_LINES,
+    VERSION,
+    Source,
+    build_store,
+    dtype_for,
     tokenizer_fingerprint,
 )
 from crossalign.errors import CrossalignError
