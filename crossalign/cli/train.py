@@ -20,6 +20,9 @@ class TrainOptions:
     are then moved to checkpoints/abandoned/)."""
     overwrite: bool = opt(False, exclusive="start")
     """Start again in a run_dir that already holds a run (deletes its files)."""
+    allow_data_change: bool = False
+    """With --resume: continue although the training data changed since the checkpoint (its
+    data position then points into other text)."""
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -27,7 +30,8 @@ def _train(args: argparse.Namespace) -> int:
     from crossalign.training.loop import train
 
     o = options_from(args, TrainOptions)
-    train(load_config(o.config, o.overrides), resume=o.resume, overwrite=o.overwrite)
+    cfg = load_config(o.config, o.overrides)
+    train(cfg, resume=o.resume, overwrite=o.overwrite, allow_data_change=o.allow_data_change)
     return 0
 
 

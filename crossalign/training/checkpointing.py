@@ -59,10 +59,11 @@ def save_checkpoint(
     config: dict,
     keep: int,
     train_seconds: float = 0.0,
+    data_fingerprint: str = "",
 ) -> Path:
     """Write ``checkpoints/step-N`` atomically (see ``crossalign.checkpoint``) with the data
     ``position`` after step N, the log sums since the last log line, the wall-clock seconds
-    trained so far and the run's ``config``;
+    trained so far, the training data's fingerprint and the run's ``config``;
     every process takes part (sharded optimizers save their own parts).
 
     A failed write (disk full, permissions) removes the partial checkpoint and raises one line
@@ -92,6 +93,7 @@ def save_checkpoint(
         if main:
             state = {"step": step, "data": position, "log": log_state}
             state["train_seconds"] = train_seconds
+            state["data_fingerprint"] = data_fingerprint
             (tmp / STATE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
             (tmp / CONFIG).write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
             write_manifest(tmp)

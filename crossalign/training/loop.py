@@ -103,8 +103,15 @@ def _out_of_memory(
     )
 
 
-def train(cfg: RunConfig, resume: str | None = None, overwrite: bool = False) -> dict[str, float]:
-    """Run pre-training as configured; ``resume`` is ``last`` or a checkpoint directory.
+def train(
+    cfg: RunConfig,
+    resume: str | None = None,
+    overwrite: bool = False,
+    allow_data_change: bool = False,
+) -> dict[str, float]:
+    """Run pre-training as configured; ``resume`` is ``last`` or a checkpoint directory (a
+    resume on training data other than the checkpoint's is refused unless
+    ``allow_data_change``).
 
     A new run needs an empty (or absent) ``run_dir``, unless ``overwrite`` (which empties
     it); one run at a time holds ``run_dir``. Returns the final held-out metrics. Writes
@@ -121,7 +128,7 @@ def train(cfg: RunConfig, resume: str | None = None, overwrite: bool = False) ->
     sizes = step_batch_sizes(cfg, accelerator.num_processes)
     start = start_run(accelerator, cfg, resume, overwrite)
     try:
-        held = TrainingRun.open(accelerator, cfg, start, *sizes).run()
+        held = TrainingRun.open(accelerator, cfg, start, *sizes, allow_data_change).run()
     except OSError as e:  # metrics.jsonl, config.yaml or the final model/ (a full disk)
         good = good_checkpoints(cfg.run_dir)
         last = f"the last good checkpoint is {good[0]}" if good else "no checkpoint was written"
@@ -188,6 +195,7 @@ class TrainingRun:
         valid_batch_size: int,
         batch_sizes: dict[str, int],
         micro_sizes: dict[str, int],
+        allow_data_change: bool = False,
     ) -> TrainingRun:
         """Seed, build data, tokenizer, model and objectives (``build_setup``), AdamW with
         warm-up and linear decay, prepared by ``accelerator``, and the samplers; load the
@@ -212,7 +220,7 @@ class TrainingRun:
         )
         run.probes = Probes.of_run(cfg, encoder_of(setup.model))
         if start.resume_from is not None:
-            run.resume(start.resume_from, start.changed)
+            run.resume(start.resume_from, start.changed, allow_data_change)
         if accelerator.is_main_process:
             text = yaml.safe_dump(run.config, sort_keys=False)
             write_text_atomic(run.run_dir / CONFIG, text)
@@ -231,10 +239,20 @@ class TrainingRun:
             name = self.run_dir.resolve().name
             self.accelerator.init_trackers(name, config=flat_config(self.config))
 
-    def resume(self, checkpoint: Path, changed: list[str]) -> None:
+    def resume(self, checkpoint: Path, changed: list[str], allow_data_change: bool = False) -> None:
         """Continue from ``checkpoint``: weights, optimizer, schedule and RNG states, then
         the ``changed`` settings (``apply_changed_settings``), the step, the data position
-        and the log sums since the last training line."""
+        and the log sums since the last training line. Training data other than the
+        checkpoint's (its recorded fingerprint) is refused unless ``allow_data_change``."""
+        state = read_state(checkpoint)
+        saved = state.get("data_fingerprint")
+        if saved and saved != self.setup.data_fingerprint and not allow_data_change:
+            raise CrossalignError(
+                f"{checkpoint}: the training data changed since this checkpoint was saved (a "
+                "source file was edited, replaced or moved); the data position it records "
+                "would point into other text: resume with the same data, or pass "
+                "--allow-data-change to continue on the new data"
+            )
         try:
             self.accelerator.load_state(str(checkpoint / "trainer"))
         except Exception as e:  # a checkpoint without a manifest (older) that does not load
@@ -243,7 +261,6 @@ class TrainingRun:
                 "resume from an earlier checkpoint (--resume CHECKPOINT)"
             ) from None
         apply_changed_settings(self.trainer.optimizer, self.trainer.scheduler, self.cfg, changed)
-        state = read_state(checkpoint)
         self.step = int(state["step"])
         self.seconds_before = float(state.get("train_seconds", 0.0))
         self.position = state["data"]
@@ -434,6 +451,7 @@ class TrainingRun:
             config=self.config,
             keep=self.cfg.train.keep_checkpoints,
             train_seconds=self.train_seconds(),
+            data_fingerprint=self.setup.data_fingerprint,
         )
 
     def finish(self) -> dict[str, float]:

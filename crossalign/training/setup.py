@@ -21,6 +21,7 @@ from crossalign.config import RunConfig
 from crossalign.data.store.prepare import (
     TrainingData,
     cached_store,
+    data_fingerprint,
     open_training_store,
     resolve_sources,
     train_config_tokenizer,
@@ -48,6 +49,8 @@ class Setup:
     schedules: dict[str, WeightSchedule]
     """Each objective's weight over the steps (``objectives.N.weight``)."""
     data: TrainingData
+    data_fingerprint: str = ""
+    """``data_fingerprint`` of the store and streamed sources (what a checkpoint records)."""
 
     def weights_at(self, done: int) -> dict[str, float]:
         """Each objective's weight in the step after ``done`` steps (XLM's lambdas at
@@ -185,7 +188,7 @@ def build_setup(
         # Also on resume: the starting model is rebuilt identically before its state is
         # loaded, so ``start`` derives exactly what the original run derived.
         objective.start(model, data)
-    return Setup(tokenizer, model, objectives, schedules, data)
+    return Setup(tokenizer, model, objectives, schedules, data, data_fingerprint(store, streamed))
 
 
 def mixed_precision(requested: str) -> str:

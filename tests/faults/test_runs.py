@@ -400,3 +400,28 @@ def test_a_full_disk_with_two_processes_stops_both_with_one_line(tmp_path):
     assert len(lines) == 2 and lines[0] == lines[1]  # both processes, the same line
     assert "the last good checkpoint step-00000002 is intact" in lines[0]
     assert [p.name for p in list_checkpoints(run_dir)] == ["step-00000002"]
+
+
+def test_resume_refuses_training_text_changed_since_the_checkpoint(tmp_path, capsys):
+    """An edit that keeps the file's size and modification time (``sed -i``, ``touch -d``)
+    is still caught: the checkpoint records the data's fingerprint (inode and change time)."""
+    from tests.integration.conftest import FIXTURES
+
+    text = tmp_path / "en.txt"
+    shutil.copy(FIXTURES / "en.txt", text)
+    es = FIXTURES / "es.txt"
+    data = {"data.mono": f"{{en: {text}, es: {es}}}", "data.parallel": f"{{en-es: [{text}, {es}]}}"}
+    run_dir = tmp_path / "run"
+    assert main(["train", *tiny_overrides(run_dir, **{**STEPS, **data})]) == 0
+    before = text.stat()
+    edited = text.read_text(encoding="utf-8").replace("the", "teh", 1)
+    text.write_text(edited, encoding="utf-8")
+    os.utime(text, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert text.stat().st_size == before.st_size and text.stat().st_mtime_ns == before.st_mtime_ns
+    more = {**STEPS, **data, "train.steps": 6}
+    capsys.readouterr()
+    assert main(["train", *tiny_overrides(run_dir, **more), "--resume"]) == 2
+    line = error_line(capsys)
+    assert "the training data changed since this checkpoint was saved" in line
+    assert "--allow-data-change" in line and "step-00000004" in line
+    assert main(["train", *tiny_overrides(run_dir, **more), "--resume", "--allow-data-change"]) == 0

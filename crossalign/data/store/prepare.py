@@ -153,6 +153,27 @@ def named_files(sources: Sources) -> list[tuple[str, Path]]:
     return out
 
 
+def data_fingerprint(store: TokenStore, streamed: dict[str, Any]) -> str:
+    """A fingerprint of the training data: the store's key (its sources' identities and the
+    tokenizer) and each streamed source's spec, with the identity of every local file it names
+    (``file_identity``). A checkpoint records it, so that a resume on changed data is refused."""
+    import hashlib
+
+    from crossalign.data.inputs import file_identity
+
+    def identify(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: identify(v) for k, v in sorted(value.items())}
+        if isinstance(value, list | tuple):
+            return [identify(v) for v in value]
+        if isinstance(value, str) and Path(value).is_file():
+            return file_identity(value)
+        return value
+
+    data = {"store": store.manifest.get("key"), "streamed": identify(streamed)}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
 # How raw text is read into a store; raised when that changes (2: a UTF-8 byte-order mark is
 # dropped, NUL bytes are refused), so stores cached by an earlier reader are rebuilt.
 READING = 2
