@@ -16,7 +16,8 @@ from crossalign.config import config_to_dict, load_config
 from crossalign.data.derive.derivation import DERIVED_LANG
 from crossalign.data.derive.twins import unshift_text
 from crossalign.evals.transfer import TASKS, TokenTask
-from crossalign.study.derived import STUDY_OBJECTIVES, study_config
+from crossalign.study.derived import STUDY_OBJECTIVES
+from tests.oracles.derived_study import study_config
 
 from .conftest import FIXTURES
 

@@ -13,7 +13,8 @@ from crossalign.errors import CrossalignError
 from crossalign.evals.finetune_config import FinetuneConfig
 from crossalign.evals.transfer import tagging_scores
 from crossalign.stats import spearman
-from crossalign.study.derived import correlations, study_config, transform_dirs
+from crossalign.study.derived import correlations, transform_dirs
+from tests.oracles.derived_study import study_config
 
 
 def test_tagging_scores_by_hand():
