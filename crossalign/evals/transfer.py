@@ -78,23 +78,43 @@ def _load_pos_silver(download: bool, seed: int) -> dict[str, Tagged]:
     return pos_silver_splits(seed)
 
 
-def _load_pos_silver_language(lang: str, download: bool, seed: int) -> dict[str, Tagged]:
-    """The help pages of ``lang`` tagged by its spaCy pipeline, split by held-out pages."""
-    from crossalign.data.corpora.pos_silver import pos_silver_language
+def _silver_language(labels: str) -> Callable[[str, bool, int], dict[str, Tagged]]:
+    """A loader of the help pages of a language tagged by its spaCy pipeline (``labels``:
+    ``tags`` or ``ner``), split by held-out pages."""
 
-    return pos_silver_language(lang, seed)
+    def load(lang: str, download: bool, seed: int) -> dict[str, Tagged]:
+        from crossalign.data.corpora.pos_silver import silver_language
+
+        return silver_language(lang, seed, labels)
+
+    return load
+
+
+def _real_languages_only(download: bool, seed: int) -> dict[str, Tagged]:
+    raise CrossalignError(
+        "ner-silver has real languages only: pass --test-lang (e.g. fr), not --derived"
+    )
+
+
+SILVER_PROTOCOL = (
+    "silver labels (spaCy's predictions): XTREME's zero-shot protocol with silver labels, "
+    "held-out pages for test"
+)
 
 
 def _register_pos() -> None:
     from crossalign.data.corpora.pos import UPOS
+    from crossalign.data.corpora.pos_silver import NER_LABELS
 
     TASKS.register("pos")(TokenTask("pos", tuple(UPOS), _load_pos))
     silver = TokenTask(
-        "pos-silver", tuple(UPOS), _load_pos_silver, _load_pos_silver_language,
-        protocol="silver labels (spaCy's predictions): XTREME's zero-shot protocol with silver "
-        "labels, held-out pages for test",
-    )  # fmt: skip
+        "pos-silver", tuple(UPOS), _load_pos_silver, _silver_language("tags"), SILVER_PROTOCOL
+    )
     TASKS.register("pos-silver")(silver)
+    ner = TokenTask(
+        "ner-silver", NER_LABELS, _real_languages_only, _silver_language("ner"), SILVER_PROTOCOL
+    )
+    TASKS.register("ner-silver")(ner)
 
 
 _register_pos()

@@ -97,3 +97,27 @@ def test_options_and_tasks_without_real_languages(model, tmp_path, capsys):
     assert "is the training language" in capsys.readouterr().err
     assert main(["eval", "transfer", "--task", "pos", "--model", model, "--test-lang", "es"]) == 2
     assert "task 'pos' has no data in real languages" in capsys.readouterr().err
+
+
+def _spans(lang: str, download: bool, seed: int):
+    """Words longer than 3 characters as one-word spans (BIO), the others O."""
+    return {
+        name: [(ws, ["B-X" if tag == "LONG" else "O" for tag in tags]) for ws, tags in part]
+        for name, part in _language(lang, download, seed).items()
+    }
+
+
+TASKS.register("test-spans-langs")(
+    TokenTask("test-spans-langs", ("O", "B-X", "I-X"), lambda d, s: {}, _spans)
+)
+
+
+def test_span_labels_add_span_f1(model, tmp_path):
+    out = tmp_path / "spans.json"
+    argv = ["eval", "transfer", "--task", "test-spans-langs", "--model", model, "--test-lang",
+            "es", "--epochs", "1", "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    t = json.loads(out.read_text())
+    for name in ("sup", "zs", "en"):
+        assert 0 <= t[f"{name}_span_f1"] <= 100
+    assert t["delta_span_f1"] == pytest.approx(t["sup_span_f1"] - t["zs_span_f1"])

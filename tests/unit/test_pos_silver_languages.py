@@ -14,8 +14,10 @@ from crossalign.data.corpora.pos import UPOS, cache_dir
 from crossalign.data.corpora.pos_agreement import competitive_links, dice_scores, tag_agreement
 from crossalign.data.corpora.pos_silver import (
     CARD,
+    NER_LABELS,
     PIPELINES,
     SilverPipeline,
+    bio_labels,
     is_test_page,
     load_tagger,
     page_split,
@@ -47,7 +49,12 @@ def test_language_table():
 
 def _records(pages: int, per_page: int = 3) -> list[dict]:
     return [
-        {"words": [f"w{p}", str(k), "x"], "tags": ["NOUN", "NUM", "X"], "page": f"t/{p}.html"}
+        {
+            "words": [f"w{p}", str(k), "x"],
+            "tags": ["NOUN", "NUM", "X"],
+            "ner": ["B-PER", "O", "O"],
+            "page": f"t/{p}.html",
+        }
         for p in range(pages)
         for k in range(per_page)
     ]
@@ -70,6 +77,32 @@ def test_page_split_holds_out_whole_pages_the_same_in_every_language():
     assert page_split(records, seed=0) == split
     assert page_split(records, seed=1)["test"] != split["test"]
     assert is_test_page("t/3.html", 0) == is_test_page("t/3.html", 0)
+    ner = page_split(records, seed=0, labels="ner")  # the same sentences, entity labels
+    assert [w for w, _ in ner["test"]] == [w for w, _ in split["test"]]
+    assert {tuple(labels) for _, labels in ner["test"]} == {("B-PER", "O", "O")}
+
+
+def test_entity_labels_are_mapped_to_wikiner_types():
+    from types import SimpleNamespace as T
+
+    tokens = [T(ent_iob_="B", ent_type_="PERSON"), T(ent_iob_="I", ent_type_="PERSON"),
+              T(ent_iob_="O", ent_type_=""), T(ent_iob_="B", ent_type_="DATE"),
+              T(ent_iob_="B", ent_type_="GPE"), T(ent_iob_="", ent_type_="")]  # fmt: skip
+    types = dict(PIPELINES["en"].entity_types)
+    assert bio_labels(tokens, types) == ["B-PER", "I-PER", "O", "O", "B-LOC", "O"]
+    assert bio_labels(tokens[:2], {}) == ["B-PERSON", "I-PERSON"]  # unmapped: kept
+    assert set(types.values()) - {None} <= {"PER", "LOC", "ORG", "MISC"}
+    assert NER_LABELS[0] == "O" and len(NER_LABELS) == 9
+
+
+def test_ner_silver_is_a_real_language_task():
+    from crossalign.evals.transfer import TASKS, is_bio
+
+    task = TASKS.get("ner-silver")
+    assert task.labels == NER_LABELS and is_bio(task.labels) and task.load_language
+    with pytest.raises(CrossalignError, match="pass --test-lang"):
+        task.load(False, 0)
+    assert "silver" in TASKS.get("pos-silver").protocol
 
 
 def test_page_split_with_an_empty_side_is_an_error():
@@ -116,6 +149,9 @@ def test_french_pages_are_tagged_by_the_french_pipeline(tmp_path):
     assert card["counts"]["pages"] == 2 and card["counts"]["sentences"] == len(records)
     assert {r["page"] for r in records} == {"shared/01/redo.html", "shared/01/undo.html"}
     assert all(set(r["tags"]) <= set(UPOS) for r in records)
+    assert all(set(r["ner"]) <= set(NER_LABELS) for r in records)
+    assert all(len(r["ner"]) == len(r["words"]) for r in records)
+    assert card["entities"].startswith("silver: BIO entity labels predicted by fr_core_news_sm")
     words = {" ".join(r["words"]): r for r in records}
     vous = words["Vous pouvez modifier le nombre d' étapes que vous pouvez annuler dans la boîte "
                  "de dialogue Options ."]  # fmt: skip

