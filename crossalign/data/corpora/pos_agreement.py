@@ -12,8 +12,8 @@ transfer, not a tagger accuracy.
 
 The aligner is competitive linking (Melamed 2000) on the Dice coefficient of lower-cased word
 types co-occurring in a paragraph pair: Dice(e, f) = 2·c(e, f) / (c(e) + c(f)) with c counting
-paragraph pairs; in each pair the highest-scoring free word pair is linked first, each word at
-most once, down to ``min_dice``.
+paragraph pairs; in each pair the highest-scoring free word pair is linked first (ties: identical
+words, then nearer the diagonal), each word at most once, down to ``min_dice``.
 """
 
 from __future__ import annotations
@@ -56,17 +56,19 @@ def competitive_links(
     src: list[str], tgt: list[str], dice: dict[tuple[str, str], float], min_dice: float = 0.3
 ) -> list[tuple[int, int]]:
     """Competitive linking of one pair: the (i, j) word pairs, highest Dice first, each word
-    linked at most once, Dice ≥ ``min_dice``; ties by position. Sorted (Pharaoh order)."""
+    linked at most once, Dice ≥ ``min_dice``; ties go to identical words, then to the pair
+    nearer the diagonal (relative positions), then by position. Sorted (Pharaoh order)."""
     scored = [
-        (-dice.get((e.lower(), f.lower()), 0.0), i, j)
+        (-dice.get((e.lower(), f.lower()), 0.0), e != f,
+         abs(i / len(src) - j / len(tgt)), i, j)
         for i, e in enumerate(src)
         for j, f in enumerate(tgt)
-    ]
+    ]  # fmt: skip
     scored.sort()
     used_src: set[int] = set()
     used_tgt: set[int] = set()
     links = []
-    for neg, i, j in scored:
+    for neg, _, _, i, j in scored:
         if -neg < min_dice:
             break
         if i in used_src or j in used_tgt:
