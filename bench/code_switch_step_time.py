@@ -24,7 +24,8 @@ from crossalign.data.readers import read_text
 from crossalign.data.store.prepare import TrainingData
 from crossalign.lexicon.embed import load_masked_lm
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
-from crossalign.training import ObjectiveSet, TrainState, train_step
+from crossalign.objectives.objective_set import ObjectiveSet
+from crossalign.training.step import TrainState, train_step
 
 TARGETS = {"tcs_mlm": 2.05, "scs_mlm": 2.4}
 

@@ -9,7 +9,7 @@ median step time ÷ MLM's (targets <= 1.05).
 The extra work of each (ALIGN-MLM's auxiliary term, DICT-MLM's masking) is also timed alone,
 as a bound on the ratio that machine noise does not blur.
 
-    python bench/dict_step_time.py --derived data/derived/trans+inv [--preset small]
+    PYTHONPATH=. python bench/dict_step_time.py --derived data/derived/trans+inv [--preset small]
         [--layers N --hidden H] [--batch-size 32] [--max-length 128] [--steps 30] [--repeats 3]
 """
 
@@ -29,15 +29,15 @@ import torch
 from accelerate import Accelerator
 
 from crossalign.config import ModelConfig
-from crossalign.data.batching import pack_blocks
-from crossalign.data.loader import derived_seed
 from crossalign.data.readers import read_text
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.languages import DERIVED_LANG
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.align_mlm import alignment_loss, dictionary_cosines
-from crossalign.training import ObjectiveSet, TrainState, train_step
+from crossalign.objectives.objective_set import ObjectiveSet, derived_seed
+from crossalign.training.step import TrainState, train_step
+from tests.oracles.batching import pack_blocks
 
 
 def main() -> None:

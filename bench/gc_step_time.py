@@ -6,7 +6,8 @@ training step (the loop's ``train_step``: forward, loss, backward, gradient norm
 timed for each, alternating which goes first. Prints the median step times and their ratio (the
 issue's target: <= 1.10).
 
-    .venv/bin/python bench/gc_step_time.py --tokenizer runs/mlm-base/tokenizer --cooc runs/cooc-ende
+    PYTHONPATH=. .venv/bin/python bench/gc_step_time.py --tokenizer runs/mlm-base/tokenizer \\
+        --cooc runs/cooc-ende
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ import yaml
 from accelerate import Accelerator
 
 from crossalign.config import ModelConfig
-from crossalign.data.batching import pack_blocks
 from crossalign.data.corpora.files import resolve_corpus
 from crossalign.data.readers import read_mono
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.models.build import build_model
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
-from crossalign.training import ObjectiveSet, TrainState, train_step
+from crossalign.objectives.objective_set import ObjectiveSet
+from crossalign.training.step import TrainState, train_step
+from tests.oracles.batching import pack_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 

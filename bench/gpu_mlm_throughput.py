@@ -261,7 +261,7 @@ def crossalign_run(args, text: Path, run_dir: Path, seq: int, batch: int) -> dic
     """``crossalign.training.train`` in-process; tokens/s from its metrics.jsonl."""
     from crossalign.config import DataConfig, load_config
     from crossalign.run_dir import read_metrics
-    from crossalign.training import train
+    from crossalign.training.loop import train
 
     warmup, steps = args.warmup, args.steps
     log_every = math.gcd(warmup, steps)

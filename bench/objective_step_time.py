@@ -6,7 +6,7 @@ same examples with the same masking seed; one timed step is the training loop's 
 alternation, repeat after repeat, so machine noise hits all of them alike; the printed ratio is
 the median step time of each ÷ the baseline's.
 
-    python bench/objective_step_time.py --model runs/backbone-e5-small \\
+    PYTHONPATH=. python bench/objective_step_time.py --model runs/backbone-e5-small \\
         --pairs data/libreoffice/en-de/valid.en data/libreoffice/en-de/valid.de \\
         --objectives tlm dwa --baseline tlm
 """
@@ -24,11 +24,12 @@ import torch
 from accelerate import Accelerator
 from transformers import AutoModelForMaskedLM
 
-from crossalign.data.batching import PairArray, pack_blocks
 from crossalign.data.readers import read_parallel
 from crossalign.data.tokenizer import load_tokenizer
 from crossalign.objectives import OBJECTIVES, RawBatch, TokenContext
-from crossalign.training import ObjectiveSet, TrainState, train_step
+from crossalign.objectives.objective_set import ObjectiveSet
+from crossalign.training.step import TrainState, train_step
+from tests.oracles.batching import PairArray, pack_blocks
 
 
 def main() -> None:

@@ -31,10 +31,11 @@ import torch.nn.functional as F
 from transformers import get_linear_schedule_with_warmup
 
 from crossalign.config import load_config
-from crossalign.data.batching import SourceSampler
-from crossalign.data.loader import derived_seed, raw_batch
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.training import build_setup, train
+from crossalign.objectives.objective_set import derived_seed, raw_batch
+from crossalign.training.loop import train
+from crossalign.training.sampler import SourceSampler
+from crossalign.training.setup import build_setup
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tiny"
 

@@ -34,7 +34,7 @@ def train(
         crossalign.train({"data": {"corpus": "data/bible"}, "train": {"steps": 100}})
     """
     from crossalign.config import RunConfig, config_from_data, config_to_dict, load_config
-    from crossalign.training import train as run
+    from crossalign.training.loop import train as run
 
     if isinstance(config, RunConfig):
         cfg = config_from_data(config_to_dict(config), overrides)

@@ -23,7 +23,7 @@ class TrainOptions:
 
 def _train(args: argparse.Namespace) -> int:
     from crossalign.config import load_config
-    from crossalign.training import train
+    from crossalign.training.loop import train
 
     o = options_from(args, TrainOptions)
     train(load_config(o.config, o.overrides), resume=o.resume, overwrite=o.overwrite)

@@ -1,6 +1,6 @@
 """Held-out perplexity of a model: masked-LM on monolingual text (``mlm_*``) and
 translation-LM on sentence pairs (``tlm_*``), as the training loop measures it (fixed masking,
-``crossalign.training.evaluate``).
+``crossalign.evals.heldout``).
 
 ``source: log`` reads the value the run logged (its last held-out line of ``metrics.jsonl``,
 or the line at a checkpoint's step); ``source: compute`` evaluates now, on the given text or on
@@ -116,7 +116,7 @@ def _setting(value: Any, run_value: Any, default: Any) -> Any:
 
 
 def computed_perplexity(model_dir: str, opts: PerplexityOptions) -> EvalOutput:
-    """Held-out loss and perplexity of ``model_dir`` evaluated now (``train.evaluate`` on one
+    """Held-out loss and perplexity of ``model_dir`` evaluated now (``heldout_loss`` on one
     process) with the run's sequence length, held-out cap, masking seed and held-out
     micro-batch unless the options set them."""
     from accelerate import Accelerator
@@ -124,11 +124,11 @@ def computed_perplexity(model_dir: str, opts: PerplexityOptions) -> EvalOutput:
     from crossalign.data.store.prepare import cached_store, training_data
     from crossalign.data.store.token_store import open_store
     from crossalign.data.tokenizer import load_tokenizer
+    from crossalign.evals.heldout import heldout_loss
     from crossalign.models.load import load_model
     from crossalign.objectives import TokenContext
     from crossalign.objectives.mlm import MaskedLM
-    from crossalign.training import ObjectiveSet
-    from crossalign.training import evaluate as heldout_loss
+    from crossalign.objectives.objective_set import ObjectiveSet
 
     cfg = _run_config(model_dir)
     sources = heldout_sources(opts, cfg)

@@ -27,21 +27,29 @@ def derived_is_written(out: Path, settings: Any) -> bool:
     return (out / "card.json").is_file() and load_card(out).get("command") == command
 
 
+def holds_config(cfg: RunConfig) -> bool:
+    """Whether ``cfg.run_dir`` holds a ``config.yaml`` equal to ``cfg`` (compared as a resume
+    compares it: objective options with their defaults)."""
+    from crossalign.checkpoint import CONFIG
+    from crossalign.objective_options import normalise_saved, run_config_dict
+
+    saved = Path(cfg.run_dir) / CONFIG
+    return saved.is_file() and normalise_saved(
+        yaml.safe_load(saved.read_text(encoding="utf-8")) or {}
+    ) == run_config_dict(cfg)
+
+
 def run_state(cfg: RunConfig, evals: Sequence[tuple[Evaluation, Any, str | None]] = ()) -> str:
     """What ``ensure_trained`` does with ``cfg``: ``done`` (its run directory holds a finished
     run of the same resolved config), ``measured`` (the same config, its model gone, but
     ``results.jsonl`` holds a record of every one of ``evals`` that reads a model: a study's
     records kept or moved without its models; one that reads none runs without it),
     ``resume`` (checkpoints of that config) or ``train``."""
-    from crossalign.checkpoint import CONFIG, list_checkpoints
+    from crossalign.checkpoint import list_checkpoints
     from crossalign.evals.results import find_record, read_results
-    from crossalign.objective_options import normalise_saved, run_config_dict
 
     run_dir = Path(cfg.run_dir)
-    saved = run_dir / CONFIG
-    same = saved.is_file() and normalise_saved(
-        yaml.safe_load(saved.read_text(encoding="utf-8")) or {}
-    ) == run_config_dict(cfg)
+    same = holds_config(cfg)
     if same and (run_dir / "model").is_dir():
         return "done"
     if same and evals:

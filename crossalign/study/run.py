@@ -14,6 +14,7 @@ from crossalign.errors import CrossalignError
 from crossalign.study.plan import (
     derived_is_written,
     describe_plan,
+    holds_config,
     planned_state,
     reuse_checks,
     run_state,
@@ -46,10 +47,18 @@ def ensure_trained(
     measured by every one of ``evals`` (``measured``): a run directory whose ``config.yaml``
     equals it and holds ``model/`` or all those records is reused, one with checkpoints is
     resumed, anything else is started again (``--overwrite``). Returns ``run_dir``."""
-    from crossalign.training import train
+    from crossalign.training.loop import train
 
     state = run_state(cfg, evals)
     if state not in ("done", "measured"):
+        run_dir = Path(cfg.run_dir)
+        if state == "train" and run_dir.is_dir() and any(run_dir.iterdir()):
+            why = (
+                "holds no finished run or checkpoint of its config"
+                if holds_config(cfg)
+                else "holds a run of another config than the study gives it now"
+            )
+            print(f"{run_dir} {why}: its model, checkpoints and results are replaced")
         print(f"== pre-training {label} ({cfg.train.steps} steps)")
         resume = state == "resume"
         train(cfg, resume="last" if resume else None, overwrite=not resume)
@@ -91,6 +100,41 @@ def ensure_evaluated(
         evaluation, model, opts, results=run.run_dir / RESULTS, label=spec_label
     )
     return record
+
+
+def _made_by_study(study: Study, runs: Sequence[PlannedRun]) -> list[Path]:
+    """The directories and files the study writes before its runs read them: derived corpora,
+    prepare outputs and the run directories (a run may start from another's model)."""
+    made = [r.run_dir for r in runs]
+    for run in runs:
+        if study.derive is not None:
+            made.append(Path(run.variables["derived"]))
+        for i, spec in enumerate(study.prepare):
+            made.append(Path(substitute(spec.creates, run.variables, f"prepare.{i}.creates")))
+    return [m.resolve() for m in made]
+
+
+def check_run(cfg: RunConfig, run: PlannedRun, made_by_study: Sequence[Path]) -> None:
+    """Refuse, before any work, a run whose objectives or options are unknown or whose data
+    files do not exist (unless the study writes them first): one line naming the run and the
+    fix, so that a typo in a later run does not stop a study after hours of training."""
+    from crossalign.data.store.prepare import named_files, resolve_sources
+    from crossalign.training.setup import run_is_seq2seq
+
+    name = f"run '{run.name}' (seed {run.seed})"
+    try:
+        run_is_seq2seq(cfg)  # checks every objective's name and options
+        sources = resolve_sources(cfg.data)
+    except CrossalignError as e:
+        raise CrossalignError(f"{name}: {e}; fix the study file, then run it again") from None
+    for where, path in named_files(sources):
+        full = path.resolve()
+        if full.exists() or any(full.is_relative_to(m) for m in made_by_study):
+            continue
+        raise CrossalignError(
+            f"{name}: {where} names {path}, which does not exist; fix the study file (or its "
+            "overrides), then run it again"
+        )
 
 
 def evaluation_options(
@@ -141,6 +185,7 @@ def run_study(
     steps: dict[Path, PreparedStep] = {}
     cell_steps: list[list[PreparedStep]] = []
     checked = []
+    made_by_study = _made_by_study(study, runs)
     for run in runs:
         if study.derive is not None:
             out = Path(run.variables["derived"])
@@ -155,6 +200,8 @@ def run_study(
                 mine.append(step)
         cell_steps.append(mine)
         cfg = None if run.model else load_config(write_run_config(study, run), run.overrides)
+        if cfg is not None:
+            check_run(cfg, run, made_by_study)
         evals = []
         for spec in study.evaluations:
             if spec.runs is not None and run.name not in spec.runs:

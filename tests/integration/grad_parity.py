@@ -17,8 +17,9 @@ from transformers import BertConfig, BertForMaskedLM
 
 from crossalign.objectives import RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
+from crossalign.objectives.objective_set import ObjectiveSet
 from crossalign.objectives.tlm import TranslationLM
-from crossalign.training import ObjectiveSet, accumulate_gradients
+from crossalign.training.step import accumulate_gradients
 
 WEIGHTS = {"mlm": 1.0, "tlm": 0.5}
 ROWS = 8

@@ -181,7 +181,7 @@ def test_eval_alignment_score_and_transfer(trained, derived, tmp_path, capsys):
 def test_most_frequent_tag_baseline_needs_no_model(derived, tmp_path):
     out = tmp_path / "mft.json"
     argv = ["most-frequent-tag", "--task", "test-shape", "--derived", str(derived)]
-    assert _eval([*argv, "--json", str(out)]) == 0
+    assert _eval([*argv, "--json", str(out), "--results", str(tmp_path / "r.jsonl")]) == 0
     got = json.loads(out.read_text())
     data = _shape_task(False, 0)
     seen = {w for words, _ in data["train"] for w in words}

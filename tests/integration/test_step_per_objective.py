@@ -15,7 +15,8 @@ import torch
 from accelerate import Accelerator
 
 from crossalign.cli import main
-from crossalign.training import ObjectiveSet, TrainState, train_step
+from crossalign.objectives.objective_set import ObjectiveSet
+from crossalign.training.step import TrainState, train_step
 
 from .grad_parity import build, split
 

@@ -12,20 +12,14 @@ from accelerate import Accelerator
 from accelerate.utils import set_seed
 from transformers import get_linear_schedule_with_warmup
 
-import crossalign.training as train_module
+import crossalign.training.loop as loop_module
 from crossalign.config import load_config
-from crossalign.data.loader import raw_batch
+from crossalign.objectives.objective_set import ObjectiveSet, raw_batch
 from crossalign.run_dir import read_metrics
-from crossalign.training import (
-    LogStats,
-    ObjectiveSet,
-    StepOutcome,
-    TrainState,
-    build_optimizer,
-    build_setup,
-    train,
-    train_step,
-)
+from crossalign.training.log_stats import LogStats
+from crossalign.training.loop import train
+from crossalign.training.setup import build_optimizer, build_setup
+from crossalign.training.step import StepOutcome, TrainState, train_step
 
 from .conftest import tiny_overrides
 
@@ -36,13 +30,13 @@ def test_train_step_loop_reproduces_train(tmp_path: Path, monkeypatch) -> None:
     extra = {"train.steps": STEPS, "train.save_every": 0, "data.valid_mono": "{}"}
     cfg = load_config(None, tiny_overrides(tmp_path / "run", **extra))
     drawn: list[tuple[list, int]] = []
-    real_step = train_module.train_step
+    real_step = loop_module.train_step
 
     def recording_step(ts: TrainState, micro: list, step: int) -> StepOutcome:
         drawn.append(([{n: dict(b) for n, b in m.items()} for m in micro], step))
         return real_step(ts, micro, step)
 
-    monkeypatch.setattr(train_module, "train_step", recording_step)
+    monkeypatch.setattr(loop_module, "train_step", recording_step)
     train(cfg)
     logged = [r for r in read_metrics(tmp_path / "run") if "loss" in r]
     assert [step for _, step in drawn] == [r["step"] for r in logged] == [1, 2, 3, 4]

@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
 
-from crossalign.data.batching import PairArray, SourceSampler, pack_blocks
 from crossalign.data.sampling import language_probs, sample_by_language
 from crossalign.errors import CrossalignError
+from crossalign.training.sampler import SourceSampler
+from tests.oracles.batching import PairArray, pack_blocks
 
 
 def naive_pack(sentences, length, cls, sep, pad):
@@ -85,9 +86,9 @@ def test_step_plan_and_collator_use_each_objectives_batch_size():
     its slice of both."""
     import torch
 
-    from crossalign.data.loader import StepCollator, StepPlan
     from crossalign.objectives import TokenContext
     from crossalign.objectives.mlm import MaskedLM
+    from crossalign.training.loader import StepCollator, StepPlan
 
     ctx = TokenContext(
         pad_id=1, mask_id=4, cls_id=0, sep_id=2, special_ids=[0, 1, 2, 3, 4], vocab_size=50,

@@ -237,7 +237,8 @@ def test_step_with_mlm_is_one_mean_over_all_tokens_and_queries():
     from accelerate import Accelerator
 
     from crossalign.objectives.mlm import MaskedLM, add_masked_index
-    from crossalign.training import ObjectiveSet, accumulate_gradients
+    from crossalign.objectives.objective_set import ObjectiveSet
+    from crossalign.training.step import accumulate_gradients
 
     model, dwa, _ = tiny_dwa()
     mlm = MaskedLM(dwa.ctx, mask_prob=0.3)

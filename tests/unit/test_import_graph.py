@@ -90,3 +90,25 @@ def test_cycle_finder_sees_a_function_level_circle(tmp_path: Path) -> None:
 def test_no_import_circle_in_crossalign() -> None:
     cycle = _cycle(_graph())
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_data_objectives_and_evals_import_nothing_of_the_training_loop() -> None:
+    """The training loop sits above what it drives: the data layer imports no objective and
+    no training module, and objectives and evaluations import no training module (the
+    held-out evaluation they share lives in ``evals.heldout``, ``ObjectiveSet`` in
+    ``objectives``)."""
+    above = {
+        "crossalign.data": ("crossalign.objectives", "crossalign.training"),
+        "crossalign.objectives": ("crossalign.training", "crossalign.evals"),
+        "crossalign.evals": ("crossalign.training",),
+    }
+    graph = _graph()
+    upward = sorted(
+        f"{module} -> {imported}"
+        for layer, forbidden in above.items()
+        for module, imports in graph.items()
+        if module == layer or module.startswith(layer + ".")
+        for imported in imports
+        if imported.startswith(forbidden)
+    )
+    assert not upward, "imports from a layer above: " + ", ".join(upward)

@@ -13,7 +13,7 @@ from crossalign.config import config_from_data, config_to_dict, load_config
 from crossalign.errors import CrossalignError
 from crossalign.schedules import WeightSchedule, parse_weight
 from crossalign.study.spec import load_study, plan, substitute
-from crossalign.training import check_step_per_objective
+from crossalign.training.setup import check_step_per_objective
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -7,7 +7,7 @@ import pytest
 
 from crossalign.config import load_config
 from crossalign.study.spec import load_study
-from crossalign.training import objective_classes, run_is_seq2seq
+from crossalign.training.setup import objective_classes, run_is_seq2seq
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 RUN_CONFIGS = sorted(

@@ -16,7 +16,6 @@ import pytest
 
 from crossalign.config import TokenizerConfig
 from crossalign.data import inputs
-from crossalign.data.batching import PairArray, pack_blocks
 from crossalign.data.readers import read_mono, read_parallel
 from crossalign.data.store import prepare
 from crossalign.data.store.prepare import (
@@ -31,6 +30,7 @@ from crossalign.data.store.token_store import build_store, dtype_for, open_store
 from crossalign.data.tokenizer import train_tokenizer
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.vocab import token_counts
+from tests.oracles.batching import PairArray, pack_blocks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tiny"
 EN, ES = FIXTURES / "en.txt", FIXTURES / "es.txt"

@@ -138,6 +138,17 @@ def store_sources(sources: Sources) -> list[Source]:
     return out
 
 
+def named_files(sources: Sources) -> list[tuple[str, Path]]:
+    """Every local file the configured sources name, with where it is named (streamed text
+    and datasets given as mappings are left out: they are opened when read)."""
+    out = []
+    for source in store_sources(sources):
+        for item in source.inputs:
+            paths = [item.path] if isinstance(item, TextInput) else [item.src, item.tgt]
+            out += [(f"data.{source.part}.{source.name}", Path(p)) for p in paths if p]
+    return out
+
+
 # How raw text is read into a store; raised when that changes (2: a UTF-8 byte-order mark is
 # dropped, NUL bytes are refused), so stores cached by an earlier reader are rebuilt.
 READING = 2

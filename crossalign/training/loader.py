@@ -22,25 +22,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from crossalign.data.batching import SourceSampler
-from crossalign.objectives.base import Objective, RawBatch
-
-
-def derived_seed(*parts: int) -> int:
-    """A generator seed derived from integers (the same on every process and run)."""
-    return int(np.random.SeedSequence(list(parts)).generate_state(1, np.uint64)[0] >> 1)
-
-
-def raw_batch(kind: str, source: str, examples: Any, idx: np.ndarray) -> RawBatch:
-    """Examples ``idx`` of one source: rows of packed blocks, sentences, or pairs of a pair
-    source; a 2-D ``idx`` holds blocks already read (from a stream)."""
-    if idx.ndim == 2:
-        return RawBatch(source, blocks=idx)
-    if kind == "mono":
-        return RawBatch(source, blocks=examples[idx])
-    if kind == "sentences":
-        return RawBatch(source, sentences=[examples[int(k)] for k in idx])
-    return RawBatch(source, pairs=[examples.pair(int(k)) for k in idx])
+from crossalign.objectives.base import Objective
+from crossalign.objectives.objective_set import derived_seed, raw_batch
+from crossalign.training.sampler import SourceSampler
 
 
 @dataclass
