@@ -345,7 +345,7 @@ def language_splits(
     split)`` as ``tagged_splits`` keys them: each language's test set, or with
     ``split="valid"`` ``n_valid`` of its training sentences held out; seeded samples of
     ``cfg.max_train`` / ``cfg.max_test`` sentences. A language without training data has no
-    ``train`` entry."""
+    ``train`` entry (and no valid sentences: an error)."""
     if spec.load_language is None:
         real = [name for name in TASKS.names() if TASKS.get(name).load_language is not None]
         raise CrossalignError(
@@ -360,7 +360,10 @@ def language_splits(
         train, test = splits.get("train"), splits["test"]
         if split == "valid":
             if not train:
-                continue  # nothing to hold out: this language is not scored on valid
+                raise CrossalignError(
+                    f"{spec.name} has no {lang} training data to hold valid sentences out of; "
+                    "use --split test"
+                )
             train, test = split_off_valid(train, n_valid, cfg.seed)
         if train:
             out[lang, "train"] = _sample(train, cfg.max_train, cfg.seed)

@@ -85,6 +85,9 @@ def test_a_language_without_training_data_or_embedding(model, tmp_path, capsys):
     assert t["target_test_sentences"] == 6 and 0 <= t["zs"] <= 100
     printed = capsys.readouterr().out
     assert "no SUP: de has no training data" in printed and "with the en embedding" in printed
+    argv = ["--test-lang", "de", "--embedding-lang", "en", "--split", "valid"]
+    assert _transfer(model, *argv, out=out) == 2
+    assert "no de training data to hold valid sentences out of" in capsys.readouterr().err
 
 
 def test_options_and_tasks_without_real_languages(model, tmp_path, capsys):
