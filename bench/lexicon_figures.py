@@ -26,7 +26,7 @@ from crossalign.evals.retrieval import retrieval_accuracy, sentence_embeddings
 from crossalign.evals.rsim import mean_cosine, rsim
 from crossalign.fileio import write_json_atomic
 from crossalign.lexicon.embed import embedding_layer, load_masked_lm
-from crossalign.tables import evaluation_table
+from crossalign.report.tables import evaluation_table
 
 DICTS = {
     "en-de": "data/freedict/en-de",

@@ -13,13 +13,28 @@ from pathlib import Path
 from typing import Any
 
 from crossalign.checks import check_choice, check_range
-from crossalign.data.specials import SPECIAL_TOKENS
 from crossalign.errors import CrossalignError
-from crossalign.lexicon.options import WORD_MODES
-from crossalign.models.presets import PRESETS
 from crossalign.schedules import WeightSchedule, parse_weight
 from crossalign.schema import apply_override, build_dataclass, parse_yaml
 from crossalign.tracking import check_tracker_names
+
+SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+"""The special tokens of a tokenizer crossalign trains (``tokenizer.*`` sizes count them)."""
+
+WORD_MODES = ("whole", "mean")
+"""How a word is embedded from its subwords (``train.probe_bli.words`` and the lexicon):
+``whole`` (a word that is one token) or ``mean`` (the mean of its subwords)."""
+
+PRESETS: dict[str, dict[str, int]] = {
+    "tiny": dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64),
+    "small": dict(
+        num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024
+    ),
+    "base": dict(
+        num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072
+    ),
+}
+"""Sizes of models built from scratch (``model.preset``): Hugging Face config fields."""
 
 
 @dataclass

@@ -3,7 +3,7 @@ defaults included, so that a default changed by a later crossalign never changes
 on ``--resume`` or in a study's reuse of finished runs.
 
 A run's ``config.yaml`` holds ``run_config_dict(cfg)``: the config with each objective's
-options completed by its constructor's defaults. A saved config is compared after
+options completed by its options' defaults. A saved config is compared after
 ``normalise_saved``, which completes options the same way; for a config written before an
 option existed, or before its default changed, the option takes the value such runs used
 (``DEFAULTS_BEFORE``), not today's default.
@@ -11,13 +11,14 @@ option existed, or before its default changed, the option takes the value such r
 
 from __future__ import annotations
 
-import inspect
+from dataclasses import fields
 from typing import Any
 
 from crossalign.checks import RENAMED
 from crossalign.config import RunConfig, config_from_data, config_to_dict
 from crossalign.errors import CrossalignError
 from crossalign.objectives import OBJECTIVES
+from crossalign.options import MISSING, field_default
 
 _DWA_BEFORE = {
     "sinkhorn_order": "rows-first",
@@ -42,12 +43,13 @@ objective's default."""
 
 
 def objective_defaults(name: str) -> dict[str, Any]:
-    """The options of objective ``name`` that have a default, with it (tuples as lists)."""
-    params = inspect.signature(OBJECTIVES.get(name).__init__).parameters
+    """The options of objective ``name`` that have a default, with it (tuples as lists), read
+    from its options dataclass as evaluations' options are."""
+    defaults = {f.name: field_default(f) for f in fields(OBJECTIVES.get(name).Options)}
     return {
-        key: list(p.default) if isinstance(p.default, tuple) else p.default
-        for key, p in params.items()
-        if key not in ("self", "ctx") and p.default is not inspect.Parameter.empty
+        key: list(value) if isinstance(value, tuple) else value
+        for key, value in defaults.items()
+        if value is not MISSING
     }
 
 

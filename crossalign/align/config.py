@@ -1,14 +1,14 @@
 """Aligner options, importable without torch: ``crossalign align`` and ``eval aer`` generate
-their flags from ``AlignConfig`` (``crossalign.cli.generate.add_options``)."""
+their flags from ``AlignConfig`` (``crossalign.options.add_options``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from crossalign.checks import renamed_hint
-from crossalign.cli.generate import opt
 from crossalign.errors import CrossalignError
 from crossalign.languages import check_language
+from crossalign.options import opt
 
 METHODS = ("ot", "itermax", "argmax", "softmax")
 OT_FILTERS = ("argmax", "itermax", "eq9-literal", "union")

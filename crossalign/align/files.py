@@ -169,12 +169,15 @@ def symmetrize_files(forward: PathLike, backward: PathLike, method: str, out: st
     """
     from crossalign.align.symmetrize import SYMMETRIZE_METHODS, symmetrize
     from crossalign.align.words import format_pharaoh
+    from crossalign.fileio import check_writable
 
     if method not in SYMMETRIZE_METHODS:
         raise CrossalignError(
             f"unknown symmetrization '{method}'{did_you_mean(method, list(SYMMETRIZE_METHODS))}; "
             f"choose one of {', '.join(SYMMETRIZE_METHODS)}"
         )
+    if out != STDIO:
+        check_writable(out, "--out")
     with ExitStack() as stack:
         f = open_output(stack, out)
         n = 0
@@ -199,6 +202,20 @@ class AlignOutputs:
     words: str | None = None
     """Per pair, ``src_word<sep>tgt_word`` for each link (awesome-align's word output)."""
 
+    def check(self) -> None:
+        """Refuse, with a one-line CrossalignError naming the option (``--out``,
+        ``--output-prob``, ``--output-words``) and the path, a file that cannot be written,
+        before the model loads and the pairs are aligned."""
+        from crossalign.fileio import check_writable
+
+        for flag, path in (
+            ("--out", self.out),
+            ("--output-prob", self.probs),
+            ("--output-words", self.words),
+        ):
+            if path and path != STDIO:
+                check_writable(path, flag)
+
 
 def align_files(
     pairs: Iterator[Pair],
@@ -214,10 +231,12 @@ def align_files(
     chunk is aligned; returns the number of pairs and the truncation warning (None when no
     sentence was too long). Files are written beside their destination and renamed onto it
     at the end, so a failure (a malformed input line) leaves no half-written file; stdout
-    gets the lines of the chunks aligned before it."""
+    gets the lines of the chunks aligned before it. An output that cannot be written is
+    refused before the model loads (``AlignOutputs.check``)."""
     from crossalign.align.sentences import Aligner
     from crossalign.align.words import format_pharaoh, format_probabilities, format_words
 
+    outputs.check()
     aligner = Aligner.from_config(model, cfg, layer, languages, device)
     with ExitStack() as stack:
         out = open_output(stack, outputs.out)

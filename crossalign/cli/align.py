@@ -7,8 +7,9 @@ import sys
 from dataclasses import dataclass
 
 from crossalign.align.config import AlignConfig, parse_language_pair
-from crossalign.cli.generate import add_options, opt, options_from
+from crossalign.cli.generate import options_from
 from crossalign.errors import CrossalignError
+from crossalign.options import add_options, opt
 
 
 @dataclass
@@ -48,8 +49,9 @@ def _align(args: argparse.Namespace) -> int:
         raise CrossalignError("give either --input FILE or SRC_FILE TGT_FILE, not both")
     if o.input is None and not (o.src_file and o.tgt_file):
         raise CrossalignError("give SRC_FILE TGT_FILE, or --input FILE of 'src ||| tgt' lines")
-    pairs = read_pair_file(o.input) if o.input else read_two_files(o.src_file, o.tgt_file)
     outputs = AlignOutputs(o.out, o.output_prob, o.output_words)
+    outputs.check()  # before the inputs are read through and the model loads
+    pairs = read_pair_file(o.input) if o.input else read_two_files(o.src_file, o.tgt_file)
     _, warning = align_files(pairs, o.model, cfg, outputs, o.layer, o.languages, o.device)
     if warning:
         print(warning, file=sys.stderr)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from crossalign.cli.generate import add_options, opt, options_from
+from crossalign.cli.generate import options_from
+from crossalign.options import add_options, opt
 
 
 @dataclass

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from crossalign.cli.generate import add_options, options_from
+from crossalign.cli.generate import options_from
 from crossalign.cooc.options import CoocBuildOptions
+from crossalign.options import add_options
 
 
 def _build(args: argparse.Namespace) -> int:

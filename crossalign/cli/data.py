@@ -8,9 +8,10 @@ import argparse
 import dataclasses
 from typing import Any
 
-from crossalign.cli.generate import add_options, command_line, opt, options_from
+from crossalign.cli.generate import options_from
 from crossalign.data.derive.settings import DeriveSettings
 from crossalign.data.options import TokenizerOptions, UnmtSplitOptions
+from crossalign.options import add_options, command_line, opt
 
 DEFAULT_LANGS = "de,fr,es,ru,zh-CN,hi"
 
@@ -191,7 +192,7 @@ def _tokenizer(args: argparse.Namespace) -> int:
 def _derive(args: argparse.Namespace) -> int:
     from crossalign.data.derive.derivation import write_derived
 
-    settings, out = DeriveSettings.from_args(args), options_from(args, DeriveOutput).out
+    settings, out = DeriveSettings.from_values(vars(args)), options_from(args, DeriveOutput).out
     card = write_derived(out, settings, command=settings.command_line(out))
     info = card["derived"]
     for name, pair in card["pairs"].items():

@@ -6,25 +6,34 @@ from __future__ import annotations
 
 import argparse
 
-from crossalign.cli.generate import add_options, options_from
+from crossalign.cli.generate import options_from
+from crossalign.options import add_options
 
 
 def _eval(args: argparse.Namespace) -> int:
     from crossalign.evals.registry import evaluations
-    from crossalign.evals.results import run_evaluation
-    from crossalign.fileio import write_json_atomic
-    from crossalign.tables import evaluation_table
+    from crossalign.evals.results import RecordNotWritten, run_evaluation
+    from crossalign.fileio import check_writable, write_json_atomic
+    from crossalign.report.tables import evaluation_table
 
     evaluation = evaluations().get(args.evaluation)
     opts = options_from(args, evaluation.options, args.overrides, f"eval {evaluation.name}")
     results = False if args.no_results else args.results
     model = getattr(args, "model", None)
-    record, out = run_evaluation(evaluation, model, opts, results=results)
+    if args.json:
+        check_writable(args.json, "--json")  # before the model loads
+    not_written = None
+    try:
+        record, out = run_evaluation(evaluation, model, opts, results=results)
+    except RecordNotWritten as e:  # the result is shown all the same, then the error
+        record, out, not_written = e.record, e.output, e
     for note in out.notes:
         print(note)
-    print(evaluation_table(evaluation, record.metrics))
+    print(evaluation_table(evaluation, record.metrics), flush=True)
     if args.json:
         write_json_atomic(args.json, out.legacy if out.legacy is not None else record.metrics)
+    if not_written is not None:
+        raise not_written
     return 0
 
 

@@ -1,362 +1,25 @@
-"""Command-line options generated from typed dataclasses (stdlib only, torch-free).
-
-A field becomes the flag ``--field-name`` with ``dest`` the field name; its help is the
-``opt(help=...)`` text or the string literal under the field (the house docstring style), with
-its default appended. Types map to argparse: ``bool`` → ``store_true`` (``--x/--no-x`` when the
-default is True; ``opt(flag="--on/--off")`` for two named flags), ``X | None`` → optional,
-``list[X]``/``tuple[X, ...]`` → ``nargs="+"`` (or a repeatable flag with ``append=True``),
-``tuple[X, Y]`` → two values, ``Literal[...]`` → choices. ``options_from`` builds the dataclass
-from the parsed flags and trailing ``key=value`` pairs (values read as YAML)."""
+"""The command line's parser: ``Parser`` (one-line errors with "did you mean", help read
+lazily) and ``options_from``, the options dataclass of a parsed namespace. The flags themselves
+are generated from the dataclass fields by ``crossalign.options.add_options``."""
 
 from __future__ import annotations
 
 import argparse
-import ast
-import dataclasses
-import functools
 import re
-import shlex
-import sys
-import types
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from crossalign.checks import choice_hint
-from crossalign.errors import CrossalignError
-from crossalign.registry import did_you_mean
-
-MISSING: Any = dataclasses.MISSING
-_KEY = "crossalign.cli"
-
-
-def opt(
-    default: Any = MISSING,
-    *,
-    help: str = "",  # noqa: A002 (argparse's name)
-    flag: str | None = None,
-    short: str | None = None,
-    metavar: str | None = None,
-    nargs: int | str | None = None,
-    const: Any = None,
-    append: bool = False,
-    choices: Sequence[Any] | None = None,
-    parse: Callable[[str], Any] | None = None,
-    exclusive: str | None = None,
-    cli: bool = True,
-) -> Any:
-    """A dataclass field with command-line metadata: ``flag`` replaces ``--field-name`` (for a
-    bool, ``"--on/--off"`` gives two exclusive flags), ``short`` adds e.g. ``-o``, ``parse``
-    converts the text (argparse ``type``; the field's whole value), ``append`` makes a list field
-    a repeatable flag, ``nargs="?"`` with ``const`` a flag whose value is optional, fields with
-    the same ``exclusive`` name are mutually exclusive flags, and ``cli=False`` keeps the field
-    off the command line. A list default is copied per instance."""
-    meta = {
-        _KEY: {
-            "help": help,
-            "flag": flag,
-            "short": short,
-            "metavar": metavar,
-            "nargs": nargs,
-            "const": const,
-            "append": append,
-            "choices": tuple(choices) if choices is not None else None,
-            "parse": parse,
-            "exclusive": exclusive,
-            "cli": cli,
-        }
-    }
-    if isinstance(default, (list, dict, set)):
-        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=meta)
-    return dataclasses.field(default=default, metadata=meta)
-
-
-def _meta(f: dataclasses.Field) -> dict[str, Any]:
-    """The ``opt`` metadata of a field (plain fields get the defaults)."""
-    return f.metadata.get(_KEY) or _PLAIN
-
-
-_PLAIN = opt().metadata[_KEY]
-"""The metadata of a field declared without ``opt``."""
-
-
-def _default(f: dataclasses.Field) -> Any:
-    """The field's default (MISSING when it has none)."""
-    if f.default is not MISSING:
-        return f.default
-    if f.default_factory is not MISSING:
-        return f.default_factory()
-    return MISSING
-
-
-@functools.cache
-def _module_tree(filename: str) -> ast.Module | None:
-    """The parsed source of a module (None when it cannot be read)."""
-    try:
-        with open(filename, encoding="utf-8") as f:
-            return ast.parse(f.read(), filename)
-    except OSError:
-        return None
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """Field name → the string literal written under it, for ``cls`` and its dataclass bases
-    (a subclass's text wins)."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        filename = getattr(sys.modules.get(klass.__module__), "__file__", None)
-        tree = _module_tree(filename) if filename else None
-        if tree is None or not dataclasses.is_dataclass(klass):
-            continue
-        body: list[ast.stmt] = tree.body
-        for part in klass.__qualname__.split("."):
-            node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == part), None)
-            body = node.body if node else []
-        for stmt, after in zip(body, body[1:]):
-            if (
-                isinstance(stmt, ast.AnnAssign)
-                and isinstance(stmt.target, ast.Name)
-                and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant)
-                and isinstance(after.value.value, str)
-            ):
-                docs[stmt.target.id] = " ".join(after.value.value.replace("``", "").split())
-    return docs
-
-
-def _optional(hint: Any) -> tuple[Any, bool]:
-    """``X | None`` → (X, True); anything else → (hint, False)."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-    return hint, False
-
-
-def _show(value: Any) -> str:
-    """A value as it is written on the command line."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        short = f"{value:g}"
-        return short if float(short) == value else repr(value)
-    if isinstance(value, (list, tuple)):
-        return " ".join(_show(v) for v in value)
-    return str(value)
-
-
-def _flags(f: dataclasses.Field) -> list[str]:
-    """The option strings of a field (``--field-name`` unless ``opt(flag=...)``, plus short)."""
-    meta = _meta(f)
-    flags = [meta["flag"] or "--" + f.name.replace("_", "-")]
-    return flags + ([meta["short"]] if meta["short"] else [])
-
-
-def _help(text: str, suffix: str) -> str:
-    """Help text with its default ``suffix`` (unless it states its default), ``%`` escaped."""
-    return (text if "(default" in text else text + suffix).strip().replace("%", "%%")
-
-
-def _argument(f: dataclasses.Field, hint: Any) -> tuple[dict[str, Any], str]:
-    """argparse keyword arguments of a field (action, type, nargs, choices, default; help from
-    ``opt``) and the `` (default X)`` suffix of its help."""
-    meta = _meta(f)
-    base, _ = _optional(hint)
-    default = _default(f)
-    kw: dict[str, Any] = {}
-    origin, args = typing.get_origin(base), typing.get_args(base)
-    if origin in (list, tuple) and (meta["parse"] is None or meta["append"]):
-        item = args[0] if args else str
-        if meta["append"]:
-            kw["action"] = "append"
-        elif origin is tuple and args and args[-1] is not Ellipsis:
-            kw["nargs"] = len(args)
-        else:
-            kw["nargs"] = "+"
-        base, origin, args = item, typing.get_origin(item), typing.get_args(item)
-    if origin is typing.Literal:
-        kw["choices"] = args
-        base = type(args[0])
-    if meta["choices"] is not None:
-        kw["choices"] = meta["choices"]
-    if meta["parse"] is not None:
-        kw["type"] = meta["parse"]
-    elif base is not bool and callable(base):
-        kw["type"] = base
-    if meta["nargs"] is not None:
-        kw["nargs"] = meta["nargs"]
-    if meta["const"] is not None:
-        kw["const"] = meta["const"]
-    if meta["metavar"]:
-        kw["metavar"] = meta["metavar"]
-    suffix = ""
-    if base is bool and "action" not in kw and "nargs" not in kw:
-        kw.pop("type", None)
-        kw["action"] = argparse.BooleanOptionalAction if default is True else "store_true"
-    elif default not in (MISSING, None, "", (), []):
-        suffix = f" (default {_show(default)})"
-    if kw.get("action") == "append":
-        default = MISSING  # argparse would append to the default; options_from fills it in
-    kw["default"] = None if default is MISSING else default
-    kw["help"] = _help(meta["help"], suffix)
-    return kw, suffix
-
-
-def add_options(
-    parser: argparse.ArgumentParser,
-    cls: type,
-    *,
-    exclude: Iterable[str] = (),
-    positional: Iterable[str] = (),
-) -> None:
-    """Add one option per field of dataclass ``cls`` to ``parser`` (dest = field name). Fields
-    in ``positional`` become positional arguments (optional when they have a default); fields
-    without a default are required; ``exclude`` and ``opt(cli=False)`` fields are left out.
-    Help from the string under a field is read (with ``ast``) only when a ``Parser`` prints
-    its help, so building the CLI parses no source."""
-    hints = typing.get_type_hints(cls, include_extras=False)
-    exclude, positional = set(exclude), list(positional)
-    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
-    for f in dataclasses.fields(cls):
-        if f.name in exclude or not _meta(f)["cli"]:
-            continue
-        kw, suffix = _argument(f, hints[f.name])
-        required = _default(f) is MISSING
-        flag, exclusive = _meta(f)["flag"], _meta(f)["exclusive"]
-        if f.name in positional:
-            kw.setdefault("metavar", f.name.upper())
-            if not required:
-                kw["nargs"] = "*" if kw.get("nargs") == "+" else kw.get("nargs", "?")
-            action = parser.add_argument(f.name, **kw)
-        elif kw.get("action") == "store_true" and flag and "/" in flag:
-            on, off = flag.split("/")
-            group = parser.add_mutually_exclusive_group()
-            action = group.add_argument(on, dest=f.name, **kw)
-            default = " (the default)" if not kw["default"] else ""
-            group.add_argument(off, dest=f.name, action="store_false", help=f"not {on}{default}")
-        else:
-            if exclusive and exclusive not in groups:
-                groups[exclusive] = parser.add_mutually_exclusive_group()
-            target = groups[exclusive] if exclusive else parser
-            action = target.add_argument(*_flags(f), dest=f.name, required=required, **kw)
-        if not _meta(f)["help"]:
-            setattr(action, _DOC, (cls, f.name, suffix))
-    if not isinstance(parser, Parser):
-        _fill_help(parser)
-
-
-_DOC = "crossalign_doc"
-"""Attribute of an argparse action whose help is a field's docstring: (class, field, suffix)."""
-
-
-def _fill_help(parser: argparse.ArgumentParser) -> None:
-    """Set the help of ``parser``'s actions that take a field's docstring."""
-    for action in parser._actions:
-        if source := getattr(action, _DOC, None):
-            cls, name, suffix = source
-            action.help = _help(field_docs(cls).get(name, ""), suffix)
-            delattr(action, _DOC)
-
-
-def _coerce(f: dataclasses.Field, hint: Any, value: Any, where: str) -> Any:
-    """A ``key=value`` value (parsed YAML) converted to the field's type, checked like a flag."""
-    from crossalign.schema import build_dataclass
-
-    meta = _meta(f)
-    base, optional = _optional(hint)
-    if value is None and optional:
-        return None
-    if meta["parse"] is not None and isinstance(value, str):
-        try:
-            return meta["parse"](value)
-        except (ValueError, argparse.ArgumentTypeError) as e:
-            raise CrossalignError(f"{where}={value!r}: {e}") from None
-    origin, args = typing.get_origin(base), typing.get_args(base)
-    if origin in (list, tuple) and not isinstance(value, list) and meta["append"]:
-        value = [value]
-    choices = args if origin is typing.Literal else meta["choices"]
-    if choices is not None:
-        if value not in choices:
-            raise CrossalignError(
-                f"{where}={value!r} is not one of {', '.join(map(str, choices))}"
-                f"{choice_hint(value, [str(c) for c in choices])}"
-            )
-        return value
-    return build_dataclass(base, value, where)
+from crossalign.options import build_options, fill_help
 
 
 def options_from(
     ns: argparse.Namespace, cls: type, overrides: Iterable[str] = (), where: str = ""
 ) -> Any:
     """Dataclass ``cls`` from the parsed flags of ``add_options``, then ``key=value`` pairs
-    (values read as YAML; an unknown key or a wrong type is a one-line error naming ``where``
-    and the nearest key). A flag left at None takes the field's default."""
-    from crossalign.schema import apply_override
-
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs: dict[str, Any] = {}
-    for name, f in fields.items():
-        value = getattr(ns, name, MISSING)
-        if value is MISSING or (value is None and _default(f) is not MISSING):
-            continue
-        if isinstance(value, list) and typing.get_origin(_optional(hints[name])[0]) is tuple:
-            value = tuple(value)
-        kwargs[name] = value
-    raw: dict[str, Any] = {}
-    for item in overrides:
-        key = item.partition("=")[0].strip().split(".")[0]
-        if key not in fields or not _meta(fields[key])["cli"]:
-            known = [n for n, f in fields.items() if _meta(f)["cli"]]
-            raise CrossalignError(
-                f"{where + ': ' if where else ''}unknown option '{key}' in '{item}'"
-                f"{did_you_mean(key, known)}; options: {', '.join(known)}"
-            )
-        apply_override(raw, item, cls)
-    for key, value in raw.items():
-        label = f"{where}: {key}" if where else key
-        kwargs[key] = _coerce(fields[key], hints[key], value, label)
-    return cls(**kwargs)
-
-
-def command_line(
-    prog: Sequence[str],
-    obj: Any,
-    fields: Sequence[str] | None = None,
-    *,
-    positional: Sequence[str] = (),
-) -> str:
-    """The shell command (``shlex``-quoted) that ``add_options`` parses back into ``obj``:
-    ``prog``, the ``positional`` fields' values, then a flag per field in ``fields`` (default:
-    every command-line field) whose value is not None (a False store_true flag is left out)."""
-    by_name = {f.name: f for f in dataclasses.fields(obj)}
-    names = list(fields) if fields is not None else list(by_name)
-    names = [n for n in names if _meta(by_name[n])["cli"]]
-    words = [*prog]
-    for name in positional:
-        value = getattr(obj, name)
-        words += [_show(v) for v in value] if isinstance(value, (list, tuple)) else [_show(value)]
-    for name in names:
-        if name in positional:
-            continue
-        f, value = by_name[name], getattr(obj, name)
-        flag = _flags(f)[0]
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            on, _, off = flag.partition("/")
-            if _default(f) is True and not off:
-                off = "--no-" + on[2:]
-            words += [on] if value else ([off] if off else [])
-        elif isinstance(value, (list, tuple)):
-            if _meta(f)["append"]:
-                for v in value:
-                    words += [flag, _show(v)]
-            elif value:
-                words += [flag, *(_show(v) for v in value)]
-        else:
-            words += [flag, _show(value)]
-    return shlex.join(words)
+    (``crossalign.options.build_options`` of the namespace's values)."""
+    return build_options(vars(ns), cls, overrides, where)
 
 
 _DEEPEST = "_crossalign_parser"
@@ -369,7 +32,10 @@ OVERRIDES = "overrides"
 
 class Parser(argparse.ArgumentParser):
     """``ArgumentParser`` whose errors are one line, ``crossalign: error: ...``, with "did you
-    mean" for an unknown option or choice (argparse's prefix matching is kept)."""
+    mean" for an unknown option or choice (argparse's prefix matching is kept), and whose
+    options' help is read from their fields' docstrings only when it is printed."""
+
+    crossalign_lazy_help = True
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
         ns, extras = super().parse_known_args(args, namespace)
@@ -399,7 +65,7 @@ class Parser(argparse.ArgumentParser):
 
     def format_help(self) -> str:
         """The help, with each option's docstring read now."""
-        _fill_help(self)
+        fill_help(self)
         return super().format_help()
 
     def error(self, message: str) -> typing.NoReturn:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from crossalign.cli.generate import add_options, options_from
+from crossalign.cli.generate import options_from
+from crossalign.options import add_options
 
 
 def _induce(args: argparse.Namespace) -> int:

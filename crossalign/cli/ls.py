@@ -6,7 +6,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Literal
 
-from crossalign.cli.generate import add_options, options_from
+from crossalign.cli.generate import options_from
+from crossalign.options import add_options
 
 ARROWS = {True: " ↑", False: " ↓", None: ""}
 """How a metric's direction is shown: higher is better, lower is better, not ranked."""

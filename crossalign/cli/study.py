@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, fields
 
-from crossalign.cli.generate import add_options, opt, options_from
+from crossalign.cli.generate import options_from
 from crossalign.data.derive.settings import DeriveSettings
 from crossalign.evals.finetune_config import FinetuneConfig
+from crossalign.options import add_options, opt
 from crossalign.study.derived import STUDY_OBJECTIVES, VARIANT_OBJECTIVES
 
 
@@ -66,7 +67,7 @@ def _derived(args: argparse.Namespace) -> int:
         "lr": o.train_lr,
         "max_length": o.train_max_length,
     }
-    derive = DeriveSettings.from_args(args, "trans")  # each transform replaces it
+    derive = DeriveSettings.from_values(vars(args), "trans")  # each transform replaces it
     results = run_derived_study(
         o.out,
         o.objectives,

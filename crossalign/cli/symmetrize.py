@@ -6,7 +6,8 @@ import argparse
 from dataclasses import dataclass
 
 from crossalign.align.symmetrize import SYMMETRIZE_METHODS
-from crossalign.cli.generate import add_options, opt, options_from
+from crossalign.cli.generate import options_from
+from crossalign.options import add_options, opt
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crossalign.cli.generate import opt
+from crossalign.options import opt
 
 
 @dataclass

@@ -18,9 +18,11 @@ from tokenizers import (
 )
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from crossalign.config import TokenizerConfig
+from crossalign.config import (
+    SPECIAL_TOKENS,  # also imported from here
+    TokenizerConfig,
+)
 from crossalign.data.sampling import sample_by_language
-from crossalign.data.specials import SPECIAL_TOKENS  # also imported from here
 from crossalign.errors import CrossalignError
 from crossalign.hub import hub_load_error, pretrained_source
 

@@ -26,7 +26,7 @@ from crossalign.evals.registry import EvalOutput
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from crossalign.data.derive.derivation import Transliterator
+    from crossalign.data.derive.twins import Transliterator
     from crossalign.evals.options import AlignmentScoreOptions
 
 METHODS = ("nn", "csls")

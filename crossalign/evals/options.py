@@ -9,12 +9,13 @@ from pathlib import Path
 
 from crossalign.align.config import AlignConfig
 from crossalign.checks import check_choice, check_range
-from crossalign.cli.generate import opt
+from crossalign.config import WORD_MODES
 from crossalign.errors import CrossalignError
 from crossalign.evals.finetune_config import FinetuneConfig
 from crossalign.evals.gold import ID_RULES
 from crossalign.languages import DERIVED_LANG, check_language
-from crossalign.lexicon.options import WORD_MODES, InductionOptions, TextOptions
+from crossalign.lexicon.options import InductionOptions, TextOptions
+from crossalign.options import opt
 
 
 @dataclass(kw_only=True)

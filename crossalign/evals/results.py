@@ -17,7 +17,7 @@ from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import EvalOutput, Evaluation, evaluate, options_dict
 from crossalign.extras import installed_version
-from crossalign.fileio import append_jsonl, read_jsonl_lines
+from crossalign.fileio import append_jsonl, check_writable, read_jsonl_lines
 
 RESULTS = "results.jsonl"
 PACKAGES = ("crossalign", "torch", "transformers", "tokenizers")
@@ -65,6 +65,17 @@ class ResultRecord:
             self.label,
             self.model.get("config_sha256"),
         )
+
+
+class RecordNotWritten(CrossalignError):
+    """An evaluation finished but its record could not be appended (a read-only run or
+    prediction directory, a full disk): carries the record and the evaluation's output, so
+    the result can still be shown before the error."""
+
+    def __init__(self, message: str, record: ResultRecord, output: EvalOutput) -> None:
+        super().__init__(message)
+        self.record = record
+        self.output = output
 
 
 def run_of(model_dir: str | Path) -> Path | None:
@@ -159,9 +170,15 @@ def run_evaluation(
 ) -> tuple[ResultRecord, EvalOutput]:
     """Run ``evaluation`` (``options``: a mapping or its options dataclass) and append its
     record to ``results`` (None: the default path; False: write none). Returns the record and
-    the evaluation's output (notes, files, legacy payload)."""
+    the evaluation's output (notes, files, legacy payload).
+
+    A ``results`` file given that cannot be written is refused before the model loads; a
+    record that cannot be appended once the evaluation has run (the default path in a
+    read-only directory, a full disk) is a ``RecordNotWritten`` that holds the result."""
     from crossalign.models.load import model_dir as resolve_model_dir
 
+    if results not in (None, True, False):
+        check_writable(results, "--results", append=True)
     opts = evaluation.build_options(options)
     model = None if model_dir is None else resolve_model_dir(model_dir)
     started = datetime.now(timezone.utc)
@@ -181,7 +198,17 @@ def run_evaluation(
     )
     if results is not False:
         path = default_results_path(model, opts) if results in (None, True) else Path(results)
-        append_jsonl(path, record.to_json())
+        try:
+            append_jsonl(path, record.to_json())
+        except (OSError, CrossalignError) as e:
+            why = (e.strerror if isinstance(e, OSError) else None) or str(e)
+            raise RecordNotWritten(
+                f"{evaluation.name} finished, but its record was not written: cannot append to "
+                f"{path} ({why}); point --results FILE at a writable directory (or give "
+                "--no-results)",
+                record,
+                out,
+            ) from None
     return record, out
 
 

@@ -28,11 +28,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from crossalign.config import WORD_MODES
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.vocab import token_counts
 from crossalign.models.load import input_limit, language_type_id, load_model_and_tokenizer
-
-WORD_MODES = ("whole", "mean")
 
 
 @dataclass

@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crossalign.checks import check_choice, check_range
-from crossalign.cli.generate import opt
+from crossalign.options import opt
 
-WORD_MODES = ("whole", "mean")
 BACKENDS = ("auto", "torch", "faiss")
 
 

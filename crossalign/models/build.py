@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from transformers import AutoConfig, AutoModelForMaskedLM, PretrainedConfig, PreTrainedModel
 
-from crossalign.config import ModelConfig
+from crossalign.config import PRESETS, ModelConfig
 from crossalign.errors import CrossalignError
 from crossalign.models.load import (
     input_limit,
@@ -19,7 +19,6 @@ from crossalign.models.load import (
     model_languages,
     position_offset,
 )
-from crossalign.models.presets import PRESETS
 
 
 def _load_checkpoint(path: str) -> PreTrainedModel:

@@ -12,14 +12,16 @@ cosine), and only the masked-LM part (``lm_loss``) enters perplexity.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from transformers import PreTrainedModel
 
-from crossalign.checks import check_range
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, TokenContext
 from crossalign.objectives.dict_mlm import dictionary_token_ids
 from crossalign.objectives.mlm import MaskedLM
+from crossalign.objectives.options import AlignMLMOptions, ObjectiveOptions
 
 
 def dictionary_cosines(embeddings: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
@@ -41,25 +43,20 @@ def alignment_loss(cosines: torch.Tensor, alpha: float) -> torch.Tensor:
 class AlignMLM(MaskedLM):
     """ALIGN-MLM: masked LM + α · (−mean cosine of dictionary pairs' word embeddings)."""
 
+    Options = AlignMLMOptions
+
     data = "mono"
 
     def __init__(
-        self,
-        ctx: TokenContext,
-        dictionary: str | None = None,
-        alpha: float = 10.0,
-        mask_prob: float = 0.15,
-        replace_probs: tuple = (0.8, 0.1),
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options (besides MLM's): ``dictionary`` (a MUSE file of token pairs) and ``alpha``
-        α (>= 0), the weight of the alignment loss."""
-        super().__init__(ctx, mask_prob, replace_probs)
-        check_range(self.option_where("alpha"), alpha, 0)
+        """Options: ``AlignMLMOptions`` (MLM's, ``dictionary`` and ``alpha``)."""
+        super().__init__(ctx, options, **values)
+        dictionary, self.alpha = self.options.dictionary, self.options.alpha
         src, tgt = dictionary_token_ids("align_mlm", dictionary, ctx)
         pairs = [(a, b) for a, b in zip(src, tgt) if a != b]  # identical rows: cos = 1 always
         if not pairs:
             raise CrossalignError(f"{dictionary}: every pair maps a token to itself")
-        self.alpha = alpha
         self.register_buffer("dict_pairs", torch.tensor(pairs).T.contiguous(), persistent=False)
 
     def forward(

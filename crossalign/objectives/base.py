@@ -21,7 +21,8 @@ changes during training; ``collate`` and ``forward`` change none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -30,7 +31,9 @@ from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.registry import Registry
+from crossalign.errors import CrossalignError
+from crossalign.objectives.options import ObjectiveOptions
+from crossalign.registry import Registry, did_you_mean
 
 if TYPE_CHECKING:
     from crossalign.config import RunConfig
@@ -121,10 +124,48 @@ class Objective(nn.Module):
     objectives are all masked-LM objectives or all sequence-to-sequence ones."""
     counts_for_perplexity: ClassVar[bool] = True
     """Whether the loss is a token-level masked-LM loss that perplexity may average."""
+    Options: ClassVar[type[ObjectiveOptions]] = ObjectiveOptions
+    """The objective's options (``crossalign.objectives.options``): the keys of its entry in a
+    run's ``objectives`` besides ``name``, ``weight`` and ``data``."""
 
-    def __init__(self, ctx: TokenContext) -> None:
+    def __init__(
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
+    ) -> None:
+        """An objective for ``ctx`` with ``options``, or with the options built from
+        ``values`` (option name → value, checked by ``build_options``)."""
         super().__init__()
         self.ctx = ctx
+        self.options = options if options is not None else self.build_options(values)
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """The names of the objective's options, in their recorded order."""
+        return [f.name for f in fields(cls.Options)]
+
+    @classmethod
+    def check_option_keys(cls, values: Mapping[str, Any], where: str | None = None) -> None:
+        """Refuse a key of ``values`` that is no option of the objective: a CrossalignError
+        naming ``where`` (default ``objective NAME``), the nearest option and all of them."""
+        known = cls.option_names()
+        for key in values:
+            if key not in known:
+                name = OBJECTIVES.name_of(cls) or cls.__name__
+                raise CrossalignError(
+                    f"{where or f'objective {name}'}: unknown option '{key}'"
+                    f"{did_you_mean(key, known)}; options: {', '.join(known) or 'none'}"
+                )
+
+    @classmethod
+    def build_options(cls, values: Mapping[str, Any]) -> Any:
+        """``cls.Options`` from ``values`` (option name → value): an unknown key or a bad value
+        is a CrossalignError naming the objective (``objective mlm: mask_prob=2 must be in
+        [0, 1]``)."""
+        cls.check_option_keys(values)
+        try:
+            return cls.Options(**values)
+        except CrossalignError as e:
+            name = OBJECTIVES.name_of(cls) or cls.__name__
+            raise CrossalignError(f"objective {name}: {e}") from None
 
     @classmethod
     def option_where(cls, key: str) -> str:

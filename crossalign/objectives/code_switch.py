@@ -40,13 +40,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from transformers import EncoderDecoderModel, PreTrainedModel
 
-from crossalign.checks import check_choice, check_range
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
 from crossalign.lexicon.csls import neighbourhood_means, unit
@@ -54,6 +53,11 @@ from crossalign.lexicon.induce import induce, layer_vectors
 from crossalign.lexicon.vocab import check_thresholds, language_specific_vocab
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, encode, masked_lm_logits, masked_lm_loss
+from crossalign.objectives.options import (
+    ObjectiveOptions,
+    SCSMLMOptions,
+    TCSMLMOptions,
+)
 
 if TYPE_CHECKING:
     from crossalign.data.store.prepare import TrainingData
@@ -84,40 +88,19 @@ class CodeSwitching:
     host is an ``Objective`` whose ``__init__`` checks its own options first (``init_token``
     or ``init_semantic``, then the host's ``__init__``), then calls ``init_switching``."""
 
-    def init_switching(
-        self,
-        ctx: TokenContext,
-        switch_prob: float,
-        threshold: int,
-        other_max: int,
-        csls_k: int,
-        refresh_every: int,
-        max_sentences: int | None,
-    ) -> None:
-        """Options: ``switch_prob`` in [0, 1]; ``threshold`` and ``other_max`` (>= 0,
-        other_max <= threshold); ``csls_k`` (>= 1); ``refresh_every`` (>= 0; 0: never);
-        ``max_sentences`` (None or >= 1), the sentences per language the vocabularies are
-        counted on: None (the default), the whole training text, as the paper counts its
-        corpus; N, the first N sentences only (crossalign's earlier 100000 cap)."""
-        check_range(self.option_where("switch_prob"), switch_prob, 0, 1)
-        for key, value, low in (
-            ("threshold", threshold, 0),
-            ("other_max", other_max, 0),
-            ("csls_k", csls_k, 1),
-            ("refresh_every", refresh_every, 0),
-        ):
-            check_range(self.option_where(key), value, low, integer=True)
-        if max_sentences is not None:
-            check_range(self.option_where("max_sentences"), max_sentences, 1, integer=True)
+    def init_switching(self, ctx: TokenContext) -> None:
+        """Keep the switching options (``SwitchOptions``, checked) and make the switching
+        state."""
+        o = self.options
         if ctx.tokenizer is None:
             raise CrossalignError("code-switching needs the run's tokenizer in its TokenContext")
-        check_thresholds(threshold, other_max)
-        self.switch_prob = switch_prob
-        self.threshold = threshold
-        self.other_max = other_max
-        self.csls_k = csls_k
-        self.refresh_every = refresh_every
-        self.max_sentences = max_sentences
+        check_thresholds(o.threshold, o.other_max)
+        self.switch_prob = o.switch_prob
+        self.threshold = o.threshold
+        self.other_max = o.other_max
+        self.csls_k = o.csls_k
+        self.refresh_every = o.refresh_every
+        self.max_sentences = o.max_sentences
         self.counts: dict[str, np.ndarray] = {}
         """Per language, how often each token id occurs (vocabularies are counted on these)."""
         self.sentences: dict[str, Callable[[slice], list[np.ndarray]]] = {}
@@ -260,14 +243,10 @@ def switching_encoder(model: PreTrainedModel) -> PreTrainedModel:
 class TokenSwitching(CodeSwitching):
     """TCS's state: per ordered language pair, a dictionary induced by CSLS from the model."""
 
-    def init_token(self, layer: int, context_sentences: int) -> None:
-        """Options: ``layer`` (>= 0; 0: the embedding layer), the layer the dictionary is
-        induced from; ``context_sentences`` (>= 1), the sentences per language its
-        context-averaged vectors are taken over."""
-        check_range(self.option_where("layer"), layer, 0, integer=True)
-        check_range(self.option_where("context_sentences"), context_sentences, 1, integer=True)
-        self.layer = layer
-        self.context_sentences = context_sentences
+    def init_token(self) -> None:
+        """Keep TCS's options (``TokenSwitchOptions``: ``layer``, ``context_sentences``)."""
+        self.layer = self.options.layer
+        self.context_sentences = self.options.context_sentences
 
     def register_state(self, ctx: TokenContext) -> None:
         """``translations[a, b, t]``: the id of token t of language a in language b, or -1."""
@@ -377,21 +356,14 @@ def soft_translations(
     return (scores / temperature).softmax(dim=-1), candidates[best]
 
 
-CSLS_NEIGHBOURHOODS = ("batch", "vocabulary")
-"""Where SCS takes the CSLS term r_S(y) of a candidate y from (``csls_neighbourhood``)."""
-
-
 class SemanticSwitching(CodeSwitching):
     """SCS's state: with ``csls_neighbourhood: vocabulary``, the CSLS neighbourhood terms of
     every partner's candidate tokens (with ``batch`` there is none)."""
 
-    def init_semantic(
-        self, top_k: int, temperature: float, csls_neighbourhood: str, refresh_every: int
-    ) -> None:
-        """Options: ``top_k`` (>= 1), the tokens of x̂ and the candidates of ŷ;
-        ``temperature`` (> 0) of the candidates' softmax; ``csls_neighbourhood``, the set
-        the CSLS term r_S(y) of a candidate y (the mean cosine of e(y) with its ``csls_k``
-        nearest neighbours on the source side) is taken against:
+    def init_semantic(self) -> None:
+        """Keep SCS's options (``SemanticSwitchOptions``: ``top_k``, ``temperature`` and
+        ``csls_neighbourhood``, the set the CSLS term r_S(y) of a candidate y is taken
+        against).
 
         - ``batch`` (the default): the switched tokens of the same batch, each as its x̂
           (the paper's footnote 6 takes CSLS's neighbourhood over the tokens of the same
@@ -407,20 +379,9 @@ class SemanticSwitching(CodeSwitching):
 
         Both take r_T(x̂) against the partner's specific vocabulary (the candidates): a
         monolingual batch holds no tokens of the partner language."""
-        check_range(self.option_where("top_k"), top_k, 1, integer=True)
-        check_range(self.option_where("temperature"), temperature, 0, low_open=True)
-        check_choice(
-            self.option_where("csls_neighbourhood"), csls_neighbourhood, CSLS_NEIGHBOURHOODS
-        )
-        if csls_neighbourhood == "batch" and refresh_every:
-            raise CrossalignError(
-                f"{self.option_where('refresh_every')}={refresh_every}: with "
-                "csls_neighbourhood: batch nothing is cached to refresh; remove refresh_every "
-                "or set csls_neighbourhood: vocabulary"
-            )
-        self.top_k = top_k
-        self.temperature = temperature
-        self.csls_neighbourhood = csls_neighbourhood
+        self.top_k = self.options.top_k
+        self.temperature = self.options.temperature
+        self.csls_neighbourhood = self.options.csls_neighbourhood
 
     def register_state(self, ctx: TokenContext) -> None:
         """With ``vocabulary``: ``r_terms[a, b, y]``, the CSLS term r_S(y) of b's specific
@@ -493,25 +454,15 @@ class SemanticSwitching(CodeSwitching):
 class TokenCodeSwitchMLM(TokenSwitching, CodeSwitchMLM):
     """Token code-switched MLM: context tokens replaced by self-induced dictionary translations."""
 
+    Options = TCSMLMOptions
+
     def __init__(
-        self,
-        ctx: TokenContext,
-        mask_prob: float = 0.15,
-        replace_probs: tuple = (0.8, 0.1),
-        switch_prob: float = 0.15,
-        threshold: int = 100,
-        other_max: int = 100,
-        csls_k: int = 10,
-        refresh_every: int = 0,
-        max_sentences: int | None = None,
-        layer: int = 0,
-        context_sentences: int = 2000,
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        self.init_token(layer, context_sentences)  # its option errors come first
-        CodeSwitchMLM.__init__(self, ctx, mask_prob, replace_probs)
-        self.init_switching(
-            ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
-        )
+        """Options: ``TCSMLMOptions`` (MLM's, the switching's and TCS's)."""
+        CodeSwitchMLM.__init__(self, ctx, options, **values)
+        self.init_token()
+        self.init_switching(ctx)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """MLM masking, then ``cs_input_ids``: the masked inputs with switched context tokens
@@ -532,26 +483,15 @@ class TokenCodeSwitchMLM(TokenSwitching, CodeSwitchMLM):
 class SemanticCodeSwitchMLM(SemanticSwitching, CodeSwitchMLM):
     """Semantic code-switched MLM: context embeddings replaced by soft CSLS translations."""
 
+    Options = SCSMLMOptions
+
     def __init__(
-        self,
-        ctx: TokenContext,
-        mask_prob: float = 0.15,
-        replace_probs: tuple = (0.8, 0.1),
-        switch_prob: float = 0.15,
-        threshold: int = 100,
-        other_max: int = 100,
-        csls_k: int = 10,
-        refresh_every: int = 0,
-        max_sentences: int | None = None,
-        top_k: int = 8,
-        temperature: float = 1.0,
-        csls_neighbourhood: str = "batch",
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        self.init_semantic(top_k, temperature, csls_neighbourhood, refresh_every)  # errors first
-        CodeSwitchMLM.__init__(self, ctx, mask_prob, replace_probs)
-        self.init_switching(
-            ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
-        )
+        """Options: ``SCSMLMOptions`` (MLM's, the switching's and SCS's)."""
+        CodeSwitchMLM.__init__(self, ctx, options, **values)
+        self.init_semantic()
+        self.init_switching(ctx)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """MLM masking plus ``switch`` [B, L] (context tokens of the block's specific

@@ -29,6 +29,8 @@ unsmoothed loss).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from transformers import EncoderDecoderModel
 
@@ -36,6 +38,7 @@ from crossalign.data.masking import IGNORE_INDEX
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.code_switch import SemanticSwitching, TokenSwitching
 from crossalign.objectives.mlm import masked_lm_logits
+from crossalign.objectives.options import ObjectiveOptions, SCSMASSOptions, TCSMASSOptions
 from crossalign.objectives.seq2seq import MaskedSeq2Seq, decoder_logits, encoder_states
 
 DECODER_FIELDS = (
@@ -93,27 +96,15 @@ class CodeSwitchMASS(MaskedSeq2Seq):
 class TokenCodeSwitchMASS(TokenSwitching, CodeSwitchMASS):
     """MASS whose encoder context is token code-switched with self-induced translations."""
 
+    Options = TCSMASSOptions
+
     def __init__(
-        self,
-        ctx: TokenContext,
-        span_ratio: float = 0.5,
-        replace_probs: tuple = (0.8, 0.1),
-        label_smoothing: float = 0.1,
-        switch_prob: float = 0.15,
-        threshold: int = 100,
-        other_max: int = 100,
-        csls_k: int = 10,
-        refresh_every: int = 0,
-        max_sentences: int | None = None,
-        layer: int = 0,
-        context_sentences: int = 2000,
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options: MASS's and ``tcs_mlm``'s (``mask_prob`` aside: MASS masks its span)."""
-        self.init_token(layer, context_sentences)  # its option errors come first
-        CodeSwitchMASS.__init__(self, ctx, span_ratio, replace_probs, label_smoothing)
-        self.init_switching(
-            ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
-        )
+        """Options: ``TCSMASSOptions`` (MASS's, the switching's and TCS's)."""
+        CodeSwitchMASS.__init__(self, ctx, options, **values)
+        self.init_token()
+        self.init_switching(ctx)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """The MASS batch plus ``cs_input_ids`` [B, S]: the encoder input with the switched
@@ -132,28 +123,15 @@ class TokenCodeSwitchMASS(TokenSwitching, CodeSwitchMASS):
 class SemanticCodeSwitchMASS(SemanticSwitching, CodeSwitchMASS):
     """MASS whose encoder context is semantically code-switched (soft CSLS translations)."""
 
+    Options = SCSMASSOptions
+
     def __init__(
-        self,
-        ctx: TokenContext,
-        span_ratio: float = 0.5,
-        replace_probs: tuple = (0.8, 0.1),
-        label_smoothing: float = 0.1,
-        switch_prob: float = 0.15,
-        threshold: int = 100,
-        other_max: int = 100,
-        csls_k: int = 10,
-        refresh_every: int = 0,
-        max_sentences: int | None = None,
-        top_k: int = 8,
-        temperature: float = 1.0,
-        csls_neighbourhood: str = "batch",
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options: MASS's and ``scs_mlm``'s (``mask_prob`` aside: MASS masks its span)."""
-        self.init_semantic(top_k, temperature, csls_neighbourhood, refresh_every)  # errors first
-        CodeSwitchMASS.__init__(self, ctx, span_ratio, replace_probs, label_smoothing)
-        self.init_switching(
-            ctx, switch_prob, threshold, other_max, csls_k, refresh_every, max_sentences
-        )
+        """Options: ``SCSMASSOptions`` (MASS's, the switching's and SCS's)."""
+        CodeSwitchMASS.__init__(self, ctx, options, **values)
+        self.init_semantic()
+        self.init_switching(ctx)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """The MASS batch plus ``switch`` [B, S] and ``pair`` [2]."""

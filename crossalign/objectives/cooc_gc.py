@@ -18,22 +18,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import PreTrainedModel
 
-from crossalign.checks import check_choice, check_flag, check_path, check_range
 from crossalign.cooc.matrix import CoocMatrix
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, TokenContext
 from crossalign.objectives.mlm import MaskedLM, encode, masked_lm_logits, masked_lm_loss
+from crossalign.objectives.options import MLMGCOptions, ObjectiveOptions
 
 if TYPE_CHECKING:
     from crossalign.config import RunConfig
-
-NEIGHBOURS = ("state", "output_embedding")
 
 
 @dataclass
@@ -134,37 +132,17 @@ class GlobalCooccurrence:
     and checks, and its terms on a batch's states. ``mlm_gc`` adds it to masked LM, ``mass_gc``
     to MASS (``crossalign.objectives.seq2seq``)."""
 
-    def init_gc(
-        self,
-        ctx: TokenContext,
-        cooc: str | None,
-        gc_weight: float,
-        window: int | None,
-        x_max: float,
-        alpha: float,
-        masked_neighbours: bool,
-        neighbour: str,
-        lookup_device: str,
-        force_no_warmup: bool,
-    ) -> None:
-        """Check and keep the GC options (see ``MaskedLMGlobalCooccurrence``); open the
-        matrix and check it was counted with the run's tokenizer."""
+    def init_gc(self, ctx: TokenContext) -> None:
+        """Keep the GC options (``GCOptions``, checked); open the matrix and check it was
+        counted with the run's tokenizer."""
         name = OBJECTIVES.name_of(type(self))
-        check_range(self.option_where("gc_weight"), gc_weight, 0)
-        check_range(self.option_where("x_max"), x_max, 0, low_open=True)
-        check_range(self.option_where("alpha"), alpha, 0)
-        if window is not None:
-            check_range(self.option_where("window"), window, 1, integer=True)
-        check_choice(self.option_where("neighbour"), neighbour, NEIGHBOURS)
-        check_choice(self.option_where("lookup_device"), lookup_device, ("model", "cpu"))
-        check_flag(self.option_where("masked_neighbours"), masked_neighbours)
-        check_flag(self.option_where("force_no_warmup"), force_no_warmup)
+        o = self.options
+        cooc, window = o.cooc, o.window
         if not cooc:
             raise CrossalignError(
                 f"objective {name} needs cooc: DIR, a matrix from 'crossalign cooc build "
                 "--tokenizer <the run's tokenizer> ...'"
             )
-        check_path(self.option_where("cooc"), cooc)
         self.matrix = CoocMatrix(cooc)
         self.matrix.check_tokenizer(
             ctx.tokenizer,
@@ -179,13 +157,13 @@ class GlobalCooccurrence:
                 f"objective {name}: window {window} must be between 1 and the window the "
                 f"matrix {cooc} was counted with ({self.matrix.window})"
             )
-        self.gc_weight = gc_weight
-        self.x_max = x_max
-        self.alpha = alpha
-        self.masked_neighbours = masked_neighbours
-        self.neighbour = neighbour
-        self.lookup_device = lookup_device
-        self.force_no_warmup = force_no_warmup
+        self.gc_weight = o.gc_weight
+        self.x_max = o.x_max
+        self.alpha = o.alpha
+        self.masked_neighbours = o.masked_neighbours
+        self.neighbour = o.neighbour
+        self.lookup_device = o.lookup_device
+        self.force_no_warmup = o.force_no_warmup
 
     def check_config(self, cfg: RunConfig) -> None:
         """Refuse GC without learning-rate warm-up (the paper reports collapse) unless
@@ -255,32 +233,18 @@ class MaskedLMGlobalCooccurrence(GlobalCooccurrence, MaskedLM):
     other than ``<mask>``); true pairs it too, by its original id.
     """
 
+    Options = MLMGCOptions
+
     data = "mono"
 
     def __init__(
-        self,
-        ctx: TokenContext,
-        cooc: str | None = None,
-        gc_weight: float = 1.0,
-        window: int | None = None,
-        x_max: float = 100.0,
-        alpha: float = 0.75,
-        masked_neighbours: bool = False,
-        neighbour: str = "state",
-        lookup_device: str = "model",
-        force_no_warmup: bool = False,
-        mask_prob: float = 0.15,
-        replace_probs: tuple = (0.8, 0.1),
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options (besides MLM's): ``cooc`` (the matrix directory), ``gc_weight`` λ (>= 0),
-        ``window`` n (1 to the matrix's window; default the matrix's), ``x_max`` (> 0), ``alpha``
-        (>= 0), ``neighbour`` (state: Eq. 3; output_embedding: Eq. 6), ``lookup_device`` (model
-        or cpu), ``masked_neighbours`` and ``force_no_warmup`` (true or false)."""
-        MaskedLM.__init__(self, ctx, mask_prob=mask_prob, replace_probs=replace_probs)
-        self.init_gc(
-            ctx, cooc, gc_weight, window, x_max, alpha, masked_neighbours, neighbour,
-            lookup_device, force_no_warmup,
-        )  # fmt: skip
+        """Options: ``MLMGCOptions`` (MLM's and GC's: ``cooc``, the matrix directory, ``gc_weight``
+        λ, ``window``, ``x_max``, ``alpha``, ``neighbour``, ``lookup_device``,
+        ``masked_neighbours``, ``force_no_warmup``)."""
+        MaskedLM.__init__(self, ctx, options, **values)
+        self.init_gc(ctx)
 
     def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]):
         """(logits [N, V] at the masked positions, GCTerms of the batch)."""

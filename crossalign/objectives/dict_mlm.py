@@ -21,23 +21,20 @@ every non-special id without it) and never equal the label.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from crossalign.checks import check_choice, check_path, check_range
+from crossalign.checks import check_choice, check_path
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, TokenContext
 from crossalign.objectives.mlm import MaskedLM
-
-NO_TRANSLATION = ("keep", "bert")
-"""What DICT-MLM does to a selected token without a dictionary entry that drew the dictionary
-branch: ``keep`` it unchanged (the paper) or give it ``bert``'s 80/10/10 (a variant)."""
-
-RANDOM_REPLACEMENTS = ("vocabulary", "language")
-"""Where DICT-MLM's random replacements come from: ``vocabulary``, any id of the model's
-vocabulary (the paper's mBERT masking; it may be a special token or the label itself), or
-``language``, a non-special id of the block's language other than the label (a variant,
-crossalign's rule before it followed the paper)."""
+from crossalign.objectives.options import (
+    NO_TRANSLATION,
+    DictMLMOptions,
+    ObjectiveOptions,
+)
 
 
 def translation_table(
@@ -180,43 +177,23 @@ class DictMLM(MaskedLM):
     replacements from the whole vocabulary (``random_replacement="language"``: from the
     block's language, never the label)."""
 
+    Options = DictMLMOptions
+
     data = "mono"
 
     def __init__(
-        self,
-        ctx: TokenContext,
-        dictionary: str | None = None,
-        vocab: str | None = None,
-        translate_prob: float = 0.5,
-        mask_prob: float = 0.15,
-        replace_probs: tuple = (0.8, 0.1),
-        no_translation: str = "keep",
-        random_replacement: str = "vocabulary",
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options (besides MLM's): ``dictionary`` (a file), ``translate_prob`` in [0, 1],
-        ``no_translation`` (keep or bert), ``random_replacement`` (vocabulary: any id of the
-        model's vocabulary, the paper; language: an id of the block's language other than the
-        label, the variant) and ``vocab`` (``vocab.json``, the languages' ids; read only by
-        ``random_replacement: language``)."""
-        super().__init__(ctx, mask_prob, replace_probs)
+        """Options: ``DictMLMOptions`` (MLM's, ``dictionary``, ``vocab``, ``translate_prob``,
+        ``no_translation``, ``random_replacement``)."""
+        super().__init__(ctx, options, **values)
         from crossalign.data.derive.derivation import read_vocab
 
-        check_range(self.option_where("translate_prob"), translate_prob, 0, 1)
-        check_no_translation(no_translation)
-        check_choice(
-            self.option_where("random_replacement"), random_replacement, RANDOM_REPLACEMENTS
-        )
-        if vocab is not None:
-            check_path(self.option_where("vocab"), vocab)
-            if random_replacement == "vocabulary":
-                raise CrossalignError(
-                    f"{self.option_where('vocab')} is read only with random_replacement: "
-                    "language; drop vocab (random replacements come from the whole vocabulary, "
-                    "as in the paper) or set random_replacement: language"
-                )
+        o = self.options
+        dictionary, vocab, random_replacement = o.dictionary, o.vocab, o.random_replacement
         src, tgt = dictionary_token_ids("dict_mlm", dictionary, ctx)
-        self.translate_prob = translate_prob
-        self.no_translation = no_translation
+        self.translate_prob = o.translate_prob
+        self.no_translation = o.no_translation
         self.random_replacement = random_replacement
         # Masking runs in collate on the CPU: plain CPU tensors, not buffers.
         self.offsets, self.targets = translation_table(

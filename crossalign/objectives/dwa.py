@@ -16,26 +16,28 @@ criterion's ``sample_size``). TLM's masked-LM loss uses the same forward.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
-from crossalign.align.config import OT_FILTERS, SINKHORN_ORDERS
 from crossalign.align.extract import plan_links
 from crossalign.align.similarity import dot_scores
 from crossalign.align.sinkhorn import transport_plans
-from crossalign.checks import check_choice, check_flag, check_range
 from crossalign.config import RunConfig
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import masked_lm_logits, masked_lm_loss
+from crossalign.objectives.options import (
+    DWA_REDUCTIONS,
+    POINTER_LABELS,
+    DWAOptions,
+    ObjectiveOptions,
+)
 from crossalign.objectives.tlm import TranslationLM
-
-DWA_REDUCTIONS = ("pooled", "sum", "mean")
-POINTER_LABELS = ("last-link", "max-plan")
 
 
 def self_label_links(
@@ -147,68 +149,27 @@ def pointer_loss(
 class DenoisingWordAlignment(TranslationLM):
     """XLM-Align's denoising word alignment (pointer network on self-labels) plus TLM."""
 
+    Options = DWAOptions
+
     data = "parallel"
 
     def __init__(
-        self,
-        ctx: TokenContext,
-        layer: int = 10,
-        sinkhorn_iters: int = 2,
-        filter_iters: int = 2,
-        alpha: float = 0.9,
-        mu: float = 1.0,
-        sinkhorn_order: str = "columns-first",
-        ot_filter: str = "itermax",
-        pointer_label: str = "last-link",
-        layout: str = "concat",
-        reduction: str = "pooled",
-        tlm_weight: float = 1.0,
-        allow_cold_start: bool = False,
-        mask_prob: float = 0.15,
-        replace_probs: tuple = (0.8, 0.1),
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options (defaults: the authors' pre-training task): ``layer`` (self-labelling
-        layer, ``--wa_layer``; the paper's ablation varies it), ``sinkhorn_iters``, ``mu``,
-        ``sinkhorn_order`` (``columns-first``; ``rows-first``: Eq. 6 as written),
-        ``ot_filter`` (``itermax``; ``eq9-literal``: Eq. 7-9 read literally; ``union``: the
-        ablation without filtering; ``argmax``: one mutual argmax), ``filter_iters``
-        (IterMax's ``max_count``, ``--wa_max_count``), ``alpha``, ``pointer_label`` for a token
-        with several links (``last-link``: the criterion's; ``max-plan``: the largest plan
-        value), ``layout`` of the pair (``concat``: ``[cls] src [sep] tgt [sep]``, continuous
-        positions, the authors' data; ``tlm``: crossalign's TLM layout), ``reduction`` of the
-        pointer loss (``pooled``: the criterion's, summed and divided with TLM by their
-        tokens together; ``sum``: Eq. 15 per pair, averaged over pairs; ``mean``),
-        ``tlm_weight``, ``allow_cold_start``. Ranges: layer, sinkhorn_iters >= 0;
-        filter_iters >= 1; alpha in [0, 1]; mu > 0; tlm_weight >= 0."""
-        super().__init__(ctx, mask_prob=mask_prob, replace_probs=replace_probs, layout=layout)
-        for key, value, allowed in (
-            ("sinkhorn_order", sinkhorn_order, SINKHORN_ORDERS),
-            ("ot_filter", ot_filter, OT_FILTERS),
-            ("pointer_label", pointer_label, POINTER_LABELS),
-            ("reduction", reduction, DWA_REDUCTIONS),
-        ):
-            check_choice(self.option_where(key), value, allowed)
-        for key, value, low in (
-            ("layer", layer, 0),
-            ("sinkhorn_iters", sinkhorn_iters, 0),
-            ("filter_iters", filter_iters, 1),
-        ):
-            check_range(self.option_where(key), value, low, integer=True)
-        check_range(self.option_where("alpha"), alpha, 0, 1)
-        check_range(self.option_where("mu"), mu, 0, low_open=True)
-        check_range(self.option_where("tlm_weight"), tlm_weight, 0)
-        check_flag(self.option_where("allow_cold_start"), allow_cold_start)
-        self.layer = layer
-        self.sinkhorn_iters = sinkhorn_iters
-        self.filter_iters = filter_iters
-        self.alpha = alpha
-        self.mu = mu
-        self.sinkhorn_order = sinkhorn_order
-        self.ot_filter = ot_filter
-        self.pointer_label = pointer_label
-        self.reduction = reduction
-        self.tlm_weight = tlm_weight
-        self.allow_cold_start = allow_cold_start
+        """Options: ``DWAOptions`` (defaults: the authors' pre-training task)."""
+        super().__init__(ctx, options, **values)
+        o = self.options
+        self.layer = o.layer
+        self.sinkhorn_iters = o.sinkhorn_iters
+        self.filter_iters = o.filter_iters
+        self.alpha = o.alpha
+        self.mu = o.mu
+        self.sinkhorn_order = o.sinkhorn_order
+        self.ot_filter = o.ot_filter
+        self.pointer_label = o.pointer_label
+        self.reduction = o.reduction
+        self.tlm_weight = o.tlm_weight
+        self.allow_cold_start = o.allow_cold_start
         self.query: nn.Linear | None = None
         self.key: nn.Linear | None = None
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from crossalign.checks import check_range
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
-from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
+from crossalign.objectives.options import MLMOptions, ObjectiveOptions
 
 
 def masked_lm_logits(
@@ -57,36 +58,22 @@ def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Te
     return F.cross_entropy(logits.float(), labels), n
 
 
-def check_replace_probs(where: str, replace_probs: object) -> None:
-    """Refuse a ``replace_probs`` option that is not two probabilities [mask, random] summing
-    to at most 1 (``where`` names the option in the error)."""
-    if not isinstance(replace_probs, (list, tuple)) or len(replace_probs) != 2:
-        raise CrossalignError(
-            f"{where}={replace_probs!r} must be two probabilities [mask, random], e.g. [0.8, 0.1]"
-        )
-    for i, p in enumerate(replace_probs):
-        check_range(f"{where}.{i}", p, 0, 1)
-    if sum(replace_probs) > 1:
-        raise CrossalignError(f"{where}={list(replace_probs)} must sum to at most 1")
-
-
 @OBJECTIVES.register("mlm")
 class MaskedLM(Objective):
     """Masked LM on monolingual text: 15% of tokens, 80% <mask> / 10% random / 10% kept."""
 
+    Options = MLMOptions
+
     data = "mono"
+    Options = MLMOptions
 
     def __init__(
-        self, ctx: TokenContext, mask_prob: float = 0.15, replace_probs: tuple = (0.8, 0.1)
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options: ``mask_prob`` in [0, 1], the share of tokens predicted; ``replace_probs``
-        [mask, random], the shares of predicted tokens that become ``<mask>`` and a random
-        token (each in [0, 1], summing to at most 1; the rest stay unchanged)."""
-        check_range(self.option_where("mask_prob"), mask_prob, 0, 1)
-        check_replace_probs(self.option_where("replace_probs"), replace_probs)
-        super().__init__(ctx)
-        self.mask_prob = mask_prob
-        self.replace_probs = tuple(replace_probs)
+        """Options: ``MLMOptions`` (``mask_prob``, ``replace_probs``)."""
+        super().__init__(ctx, options, **values)
+        self.mask_prob = self.options.mask_prob
+        self.replace_probs = tuple(self.options.replace_probs)
         self.register_buffer("random_ids", ctx.random_ids(), persistent=False)
 
     def mask(

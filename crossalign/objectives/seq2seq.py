@@ -27,20 +27,28 @@ the source language's embedding, the decoder's the target's (``token_type_ids``)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from transformers import EncoderDecoderModel
 
-from crossalign.checks import check_choice, check_range
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
 from crossalign.data.noise import add_noise
 from crossalign.errors import CrossalignError
 from crossalign.models.seq2seq import generate_ids, is_sharded
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
 from crossalign.objectives.cooc_gc import GlobalCooccurrence
-from crossalign.objectives.mlm import add_masked_index, check_replace_probs, masked_lm_logits
+from crossalign.objectives.mlm import add_masked_index, masked_lm_logits
+from crossalign.objectives.options import (
+    BTOptions,
+    DAEOptions,
+    MASSGCOptions,
+    MASSOptions,
+    MTOptions,
+    ObjectiveOptions,
+    Seq2SeqOptions,
+)
 
 if TYPE_CHECKING:
     from crossalign.config import RunConfig
@@ -66,15 +74,18 @@ class Seq2SeqObjective(Objective):
     ``decoder_input_ids``, ``decoder_attention_mask``, ``decoder_position_ids`` (and
     ``decoder_token_type_ids``), ``labels`` [B, T] and ``masked_index``/``masked_labels``."""
 
+    Options = Seq2SeqOptions
+
     data = "sentences"
     seq2seq = True
     counts_for_perplexity = False
 
-    def __init__(self, ctx: TokenContext, label_smoothing: float = 0.1) -> None:
-        """Options: ``label_smoothing`` in [0, 1)."""
-        check_range(self.option_where("label_smoothing"), label_smoothing, 0, 1, high_open=True)
-        super().__init__(ctx)
-        self.label_smoothing = label_smoothing
+    def __init__(
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
+    ) -> None:
+        """Options: ``Seq2SeqOptions`` (``label_smoothing``) or a subclass's."""
+        super().__init__(ctx, options, **values)
+        self.label_smoothing = self.options.label_smoothing
 
     def body(self, ids: list[int] | torch.Tensor) -> list[int]:
         """A sentence's ids cut so that ``<s> ids </s>`` fits ``max_length``."""
@@ -194,21 +205,15 @@ class MaskedSeq2Seq(Seq2SeqObjective):
     """MASS: mask a contiguous span of each sentence in the encoder, predict it in the decoder
     (see the module docstring)."""
 
+    Options = MASSOptions
+
     def __init__(
-        self,
-        ctx: TokenContext,
-        span_ratio: float = 0.5,
-        replace_probs: tuple = (0.8, 0.1),
-        label_smoothing: float = 0.1,
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options: ``span_ratio`` in (0, 1], the share of the sentence masked (MASS: 0.5);
-        ``replace_probs`` [mask, random], the shares of span tokens that become ``<mask>``
-        and a random token in the encoder input (the rest stay); ``label_smoothing``."""
-        super().__init__(ctx, label_smoothing)
-        check_range(self.option_where("span_ratio"), span_ratio, 0, 1, low_open=True)
-        check_replace_probs(self.option_where("replace_probs"), replace_probs)
-        self.span_ratio = span_ratio
-        self.replace_probs = tuple(replace_probs)
+        """Options: ``MASSOptions`` (``span_ratio``, ``replace_probs``, ``label_smoothing``)."""
+        super().__init__(ctx, options, **values)
+        self.span_ratio = self.options.span_ratio
+        self.replace_probs = tuple(self.options.replace_probs)
         self.register_buffer("random_ids", ctx.random_ids(), persistent=False)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
@@ -266,29 +271,16 @@ class MaskedSeq2SeqGlobalCooccurrence(GlobalCooccurrence, MaskedSeq2Seq):
     skipped, while span tokens replaced at random or kept (10% each) still count; most pairs
     inside the span are lost."""
 
+    Options = MASSGCOptions
+
     def __init__(
-        self,
-        ctx: TokenContext,
-        cooc: str | None = None,
-        gc_weight: float = 1.0,
-        window: int | None = None,
-        x_max: float = 100.0,
-        alpha: float = 0.75,
-        masked_neighbours: bool = True,
-        neighbour: str = "state",
-        lookup_device: str = "model",
-        force_no_warmup: bool = False,
-        span_ratio: float = 0.5,
-        replace_probs: tuple = (0.8, 0.1),
-        label_smoothing: float = 0.1,
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options: MASS's and ``mlm_gc``'s (``neighbour: output_embedding`` uses the
-        decoder's output layer), ``masked_neighbours`` defaulting to true (see the class)."""
-        MaskedSeq2Seq.__init__(self, ctx, span_ratio, replace_probs, label_smoothing)
-        self.init_gc(
-            ctx, cooc, gc_weight, window, x_max, alpha, masked_neighbours, neighbour,
-            lookup_device, force_no_warmup,
-        )  # fmt: skip
+        """Options: ``MASSGCOptions`` (MASS's and ``mlm_gc``'s; ``neighbour: output_embedding``
+        uses the decoder's output layer), ``masked_neighbours`` defaulting to true (see the
+        class)."""
+        MaskedSeq2Seq.__init__(self, ctx, options, **values)
+        self.init_gc(ctx)
 
     def forward(self, model: EncoderDecoderModel, batch: dict[str, torch.Tensor]):
         """(decoder logits [N, V] at the span's labels, GCTerms of the encoder states)."""
@@ -312,27 +304,15 @@ class MaskedSeq2SeqGlobalCooccurrence(GlobalCooccurrence, MaskedSeq2Seq):
 class DenoisingAutoEncoder(Seq2SeqObjective):
     """Denoising auto-encoding: reconstruct a sentence from C(sentence), in its own language."""
 
+    Options = DAEOptions
+
     def __init__(
-        self,
-        ctx: TokenContext,
-        shuffle: float = 3.0,
-        drop: float = 0.1,
-        blank: float = 0.1,
-        label_smoothing: float = 0.1,
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options (XLM's defaults): ``shuffle`` (>= 0; 0 or > 1), the local-shuffle range
-        (a token moves fewer than ``shuffle`` positions); ``drop`` and ``blank`` in [0, 1),
-        the probabilities of removing a token and of replacing it by ``<mask>``."""
-        super().__init__(ctx, label_smoothing)
-        check_range(self.option_where("shuffle"), shuffle, 0)
-        if 0 < shuffle <= 1:
-            raise CrossalignError(
-                f"{self.option_where('shuffle')}={shuffle} shuffles nothing; use 0 (off) or "
-                "more than 1 (XLM: 3)"
-            )
-        check_range(self.option_where("drop"), drop, 0, 1, high_open=True)
-        check_range(self.option_where("blank"), blank, 0, 1, high_open=True)
-        self.shuffle, self.drop, self.blank = shuffle, drop, blank
+        """Options: ``DAEOptions`` (XLM's defaults: ``shuffle``, ``drop``, ``blank``)."""
+        super().__init__(ctx, options, **values)
+        o = self.options
+        self.shuffle, self.drop, self.blank = o.shuffle, o.drop, o.blank
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Sentences → encoder ``<s> C(x) </s>``, decoder ``<s> x`` → ``x </s>``."""
@@ -359,23 +339,17 @@ def partner_language(languages: list[str], lang: str, generator: torch.Generator
 class BackTranslation(Seq2SeqObjective):
     """Online back-translation: translate with the current model, learn to translate back."""
 
+    Options = BTOptions
+
     def __init__(
-        self,
-        ctx: TokenContext,
-        languages: list | None = None,
-        max_len_a: float = 1.3,
-        max_len_b: int = 5,
-        label_smoothing: float = 0.1,
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options: ``languages``, the languages sentences are translated into (default: every
-        language of the run; each batch draws one other than its own); ``max_len_a`` and
-        ``max_len_b``: a translation has at most ``max_len_a`` · |x| + ``max_len_b`` tokens
-        (XLM: 1.3 and 5)."""
-        super().__init__(ctx, label_smoothing)
-        check_range(self.option_where("max_len_a"), max_len_a, 0, low_open=True)
-        check_range(self.option_where("max_len_b"), max_len_b, 0, integer=True)
-        self.languages = list(languages) if languages else list(ctx.languages)
-        self.max_len_a, self.max_len_b = max_len_a, max_len_b
+        """Options: ``BTOptions`` (``languages``, default every language of the run;
+        ``max_len_a`` and ``max_len_b``)."""
+        super().__init__(ctx, options, **values)
+        o = self.options
+        self.languages = list(o.languages) if o.languages else list(ctx.languages)
+        self.max_len_a, self.max_len_b = o.max_len_a, o.max_len_b
 
     def check_config(self, cfg: RunConfig) -> None:
         """Back-translation needs language embeddings and two languages to translate between."""
@@ -450,16 +424,16 @@ class BackTranslation(Seq2SeqObjective):
 class Translation(Seq2SeqObjective):
     """Supervised translation on sentence pairs."""
 
+    Options = MTOptions
+
     data = "parallel"
 
     def __init__(
-        self, ctx: TokenContext, direction: str = "both", label_smoothing: float = 0.1
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options: ``direction``: forward (a pair source ``en-de`` translates en→de),
-        backward (de→en) or both (one drawn per batch)."""
-        super().__init__(ctx, label_smoothing)
-        check_choice(self.option_where("direction"), direction, ("forward", "backward", "both"))
-        self.direction = direction
+        """Options: ``MTOptions`` (``direction``: forward, backward or both)."""
+        super().__init__(ctx, options, **values)
+        self.direction = self.options.direction
 
     def check_config(self, cfg: RunConfig) -> None:
         """Translation needs language embeddings (the decoder's target language)."""

@@ -2,33 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from crossalign.checks import check_choice
-from crossalign.data.pair_layout import PAIR_LAYOUTS, pair_row, special_count, truncate_pair
+from crossalign.data.pair_layout import pair_row, special_count, truncate_pair
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
+from crossalign.objectives.options import ObjectiveOptions, TLMOptions
 
 
 @OBJECTIVES.register("tlm")
 class TranslationLM(MaskedLM):
     """Translation LM on sentence pairs: both sides masked, positions restart, per-side language."""
 
+    Options = TLMOptions
+
     data = "parallel"
 
     def __init__(
-        self,
-        ctx: TokenContext,
-        mask_prob: float = 0.15,
-        replace_probs: tuple = (0.8, 0.1),
-        layout: str = "tlm",
+        self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options: ``mask_prob`` and ``replace_probs`` (as ``mlm``); ``layout`` of the pair
-        (``crossalign.data.pair_layout``): ``tlm`` (XLM's, positions restarting at the target)
-        or ``concat`` (``[cls] src [sep] tgt [sep]``, continuous positions; XLM-Align's data)."""
-        check_choice(self.option_where("layout"), layout, PAIR_LAYOUTS)
-        super().__init__(ctx, mask_prob=mask_prob, replace_probs=replace_probs)
-        self.layout = layout
+        """Options: ``TLMOptions`` (MLM's and ``layout``)."""
+        super().__init__(ctx, options, **values)
+        self.layout = self.options.layout
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Pairs → rows of ``layout`` (``[cls] src [sep] [cls] tgt [sep]`` with position_ids

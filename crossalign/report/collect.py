@@ -20,9 +20,9 @@ from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Evaluation, Metric, evaluations, split_key
 from crossalign.evals.results import RESULTS, ResultRecord, read_results
+from crossalign.report.tables import CI
 from crossalign.run_dir import METRICS, flatten, read_metrics
 from crossalign.stats import t_interval
-from crossalign.tables import CI
 
 SEED_KEYS = frozenset({"train.seed", "run_dir"})
 """Flattened config keys in which the runs of one group may differ."""
@@ -134,6 +134,8 @@ class Collection:
     differences: dict[str, dict[str, Any]]
     """Flattened config keys (``run_dir`` aside) whose values differ across the runs:
     ``{key: {run label: value}}``."""
+    warnings: list[str] = field(default_factory=list)
+    """What the reader should know before trusting the numbers (``identical_runs``)."""
 
 
 def read_run(path: str | Path) -> Run:
@@ -317,6 +319,38 @@ def result_tables(groups: Sequence[Group], lookup: Lookup) -> list[Table]:
     return tables
 
 
+def _and(labels: Sequence[str]) -> str:
+    return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+
+
+def identical_runs(groups: Sequence[Group]) -> list[str]:
+    """A warning for each set of runs of one group whose result records are identical: the
+    same measurement with the same model config hash and the same metrics, as a copied run
+    directory holds. Such runs would count as separate seeds (n, and a ± of 0)."""
+    warnings = []
+    for group in groups:
+        runs_of: dict[tuple, list[Run]] = {}
+        for run in group.runs:
+            latest = {_table_key(r): r for r in run.results}
+            for key, rec in latest.items():
+                sha = rec.model.get("config_sha256")
+                if sha is not None:
+                    metrics = json.dumps(rec.metrics, sort_keys=True, default=str)
+                    runs_of.setdefault((key, sha, metrics), []).append(run)
+        evals_of: dict[tuple[str, ...], list[str]] = {}
+        for (key, _, _), runs in runs_of.items():
+            if len(runs) > 1:
+                name = key[1] or key[0]  # the label, else the evaluation
+                evals_of.setdefault(tuple(r.label for r in runs), []).append(name)
+        for labels, names in evals_of.items():
+            warnings.append(
+                f"{_and(labels)} hold identical result records ({', '.join(dict.fromkeys(names))}"
+                "): the same config hash and metrics, as a copied run directory holds; they "
+                f"count as {len(labels)} seeds in group {group.label}; give one of them"
+            )
+    return warnings
+
+
 def collect(run_dirs: Sequence[str | Path], lookup: Lookup | None = None) -> Collection:
     """Read ``run_dirs`` (a directory given twice counts once), group them by config and
     aggregate their result records. ``lookup`` declares the evaluations (default: the
@@ -326,9 +360,8 @@ def collect(run_dirs: Sequence[str | Path], lookup: Lookup | None = None) -> Col
     for run, label in zip(runs, suffix_labels([r.path for r in runs])):
         run.label = label
     groups = group_runs(runs)
-    return Collection(
-        runs, groups, result_tables(groups, lookup or registered), config_differences(runs)
-    )
+    tables = result_tables(groups, lookup or registered)
+    return Collection(runs, groups, tables, config_differences(runs), identical_runs(groups))
 
 
 def _number(value: float) -> float | None:
@@ -375,4 +408,5 @@ def as_json(collection: Collection) -> dict[str, Any]:
             for t in collection.tables
         ],
         "config_differences": collection.differences,
+        "warnings": collection.warnings,
     }

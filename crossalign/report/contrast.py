@@ -14,8 +14,8 @@ from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Metric
 from crossalign.report.collect import Cell, Collection
 from crossalign.report.markdown import escape
+from crossalign.report.tables import format_value, header, row_label
 from crossalign.stats import benjamini_hochberg, holm, welch_p
-from crossalign.tables import format_value, header, row_label
 
 Side = str | Sequence[str | Path]
 """A group named by its label in the report, or by run directories it holds."""

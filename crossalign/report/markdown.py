@@ -11,7 +11,7 @@ from typing import Any
 
 from crossalign.report.collect import Collection, Run, Table
 from crossalign.report.plots import Figures
-from crossalign.tables import CI, format_table, format_value, header, row_label
+from crossalign.report.tables import CI, format_table, format_value, header, row_label
 
 FIGURES = "figures"
 
@@ -133,6 +133,7 @@ def render(
         "(runs whose configs differ only in `train.seed`). A value is the mean over a "
         "group's runs ± the half-width of its 95% Student-t interval (none for one run); "
         "bold: the best of its column (↑ higher is better, ↓ lower; counts are not ranked).",
+        *[f"**Warning:** {escape(w)}" for w in collection.warnings],
         "## Runs",
         runs_table(collection),
         compute_line(collection),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from crossalign.report.collect import Collection, Run, Table
-from crossalign.tables import header
+from crossalign.report.tables import header
 
 DPI = 100
 

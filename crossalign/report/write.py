@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +19,8 @@ from crossalign.report.contrast import Side, contrast_json, contrast_section, pa
 from crossalign.report.plots import write_figures
 
 MARKDOWN, HTML, JSON = "report.md", "report.html", "report.json"
-REPORT_FILES = frozenset({MARKDOWN, HTML, JSON, markdown.FIGURES})
+MANIFEST = "manifest.json"
+"""The files a report wrote (``{"files": [relative paths]}``): only these are replaced."""
 TITLE = "crossalign report"
 
 
@@ -30,18 +34,57 @@ class ReportPaths:
     figures: list[Path]
 
 
+def _written_before(out: Path) -> set[str]:
+    """The files (relative paths) the report in ``out`` wrote: those of its manifest; for a
+    report written before the manifest, its pages and the figures they link."""
+    manifest = out / MANIFEST
+    try:
+        files = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+        return {str(f) for f in files} | {MANIFEST}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    if manifest.exists():
+        return set()  # not a manifest this writes: nothing counts as the report's
+    pages = {MARKDOWN, HTML, JSON}
+    linked = set()
+    for name in (MARKDOWN, JSON):
+        try:
+            text = (out / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        linked.update(re.findall(rf"{markdown.FIGURES}/[\w.+-]+\.png", text))
+    return pages | linked
+
+
+def _not_written(out: Path, ours: set[str], most: int = 6) -> list[str]:
+    """Up to ``most`` paths in ``out`` (relative; a folder named once, not its contents) that
+    are not among ``ours`` (the files a report wrote) nor a folder holding some of them."""
+    folders = {Path(f).parent.as_posix() for f in ours} - {"."}
+    found: list[str] = []
+    pending = [out]
+    while pending and len(found) < most:
+        for path in sorted(pending.pop().iterdir()):
+            name = path.relative_to(out).as_posix()
+            is_dir = path.is_dir() and not path.is_symlink()
+            if name in folders and is_dir:
+                pending.append(path)
+            elif not (name in ours and not is_dir):
+                found.append(name)
+    return sorted(found)[:most]
+
+
 def _check_out(out: Path) -> None:
-    """``out`` is replaced as a whole: it may be new, empty, or hold a previous report."""
+    """``out`` is replaced as a whole, so it may be new, empty, or hold a previous report
+    and nothing else: a file or folder in it that the report did not write (its manifest
+    lists them) is refused, never deleted."""
     if out.exists() and not out.is_dir():
         raise CrossalignError(f"--out {out} is a file; give a directory for the report")
-    others = (
-        sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES) if out.is_dir() else []
-    )
+    others = _not_written(out, _written_before(out)) if out.is_dir() else []
     if others:
         raise CrossalignError(
             f"--out {out} holds files that are not a report ({', '.join(others[:5])}"
             f"{', …' if len(others) > 5 else ''}), which writing the report would delete; "
-            "give a new or empty directory"
+            "move them out, or give a new or empty directory"
         )
 
 
@@ -69,6 +112,8 @@ def write_report(
     _check_out(out)
     title = title or TITLE
     collection = collect(run_dirs, lookup)
+    for warning in collection.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     found = pair_contrasts(collection, contrasts)
     if found:
         extra_sections = [*extra_sections, ("Contrasts", contrast_section(found))]
@@ -84,6 +129,8 @@ def write_report(
         summary["contrasts"] = contrast_json(found)
         summary.update(extra_json or {})
         write_json_atomic(tmp / JSON, summary)
+        written = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        write_json_atomic(tmp / MANIFEST, {"files": written})
     return ReportPaths(
         out / MARKDOWN, out / HTML, out / JSON, [out / name for name in summary["figures"]]
     )

@@ -82,7 +82,7 @@ def parse_step(step: StudyStep, variables: Mapping[str, Any], where: str) -> Pre
     import argparse
     import shlex
 
-    from crossalign.cli.generate import add_options, options_from
+    from crossalign.options import add_options, build_options
     from crossalign.registry import did_you_mean
 
     command = substitute(step.command, variables, f"{where}.command")
@@ -108,7 +108,7 @@ def parse_step(step: StudyStep, variables: Mapping[str, Any], where: str) -> Pre
             f"{where}: '{command}' has options 'crossalign {name}' does not take (see the "
             "message above)"
         ) from None
-    options = options_from(ns, cls, where=where)
+    options = build_options(vars(ns), cls, where=where)
     return PreparedStep(command=shlex.join(argv), creates=creates, options=options, run=run)
 
 

@@ -34,7 +34,6 @@ from crossalign.fileio import atomic_dir
 from crossalign.models.build import build_model, set_dropout
 from crossalign.models.seq2seq import build_seq2seq, encoder_of
 from crossalign.objectives import OBJECTIVES, Objective, TokenContext
-from crossalign.registry import did_you_mean
 from crossalign.schedules import WeightSchedule
 from crossalign.training.sampler import SourceSampler
 
@@ -63,19 +62,11 @@ class Setup:
 
 def objective_classes(cfg: RunConfig) -> list[type[Objective]]:
     """The class of each of ``cfg.objectives``, in order, after checking that each option it
-    is given is one its constructor takes and that no objective is listed twice."""
-    import inspect
-
+    is given is one of its options and that no objective is listed twice."""
     classes, seen = [], set()
     for i, oc in enumerate(cfg.objectives):
         cls = OBJECTIVES.get(oc.name)
-        params = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "ctx")]
-        for key in oc.options:
-            if key not in params:
-                raise CrossalignError(
-                    f"objectives.{i} ({oc.name}): unknown option '{key}'"
-                    f"{did_you_mean(key, params)}; options: {', '.join(params) or 'none'}"
-                )
+        cls.check_option_keys(oc.options, f"objectives.{i} ({oc.name})")
         if oc.name in seen:
             raise CrossalignError(f"objectives.{i}: '{oc.name}' is listed twice")
         seen.add(oc.name)
@@ -86,7 +77,7 @@ def objective_classes(cfg: RunConfig) -> list[type[Objective]]:
 def _objectives(cfg: RunConfig, ctx: TokenContext) -> tuple[dict[str, Objective], dict]:
     objectives, schedules = {}, {}
     for oc, cls in zip(cfg.objectives, objective_classes(cfg)):
-        objectives[oc.name] = cls(ctx, **oc.options)
+        objectives[oc.name] = cls(ctx, cls.build_options(oc.options))
         schedules[oc.name] = oc.schedule()
     return objectives, schedules
 

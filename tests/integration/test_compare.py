@@ -327,15 +327,18 @@ def _model_free(model_dir: None, opts: _NoOptions) -> EvalOutput:
     return EvalOutput(metrics={"n": 1.0})
 
 
-EVALS.register("test-model-free")(
-    Evaluation(name="test-model-free", summary="reads no model", options=_NoOptions,
-               metrics={"n": Metric("n", "count", None)},
-               run=f"{__name__}:_model_free", model="none")
-)  # fmt: skip
+MODEL_FREE = Evaluation(name="test-model-free", summary="reads no model", options=_NoOptions,
+                        metrics={"n": Metric("n", "count", None)},
+                        run=f"{__name__}:_model_free", model="none")  # fmt: skip
+"""A model-free evaluation, registered only while the test that uses it runs."""
 
 
-def test_records_without_models_are_reused_and_a_new_evaluation_retrains(tmp_path, capsys):
+def test_records_without_models_are_reused_and_a_new_evaluation_retrains(
+    tmp_path, capsys, monkeypatch
+):
     import shutil
+
+    monkeypatch.setitem(EVALS._items, MODEL_FREE.name, MODEL_FREE)
 
     path = _study(tmp_path, seeds=[0], contrast=[["mlm", "xlm"]])
     assert main(["compare", str(path), "--no-report"]) == 0

@@ -13,7 +13,8 @@ import yaml
 
 from crossalign.cli import main
 from crossalign.config import config_to_dict, load_config
-from crossalign.data.derive.derivation import DERIVED_LANG, unshift_text
+from crossalign.data.derive.derivation import DERIVED_LANG
+from crossalign.data.derive.twins import unshift_text
 from crossalign.evals.transfer import TASKS, TokenTask
 from crossalign.study.derived import STUDY_OBJECTIVES, study_config
 

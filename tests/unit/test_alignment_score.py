@@ -115,7 +115,7 @@ def test_token_mapping_scores_every_twinned_token(tmp_path):
     from pathlib import Path
 
     from crossalign.config import TokenizerConfig
-    from crossalign.data.derive.derivation import Transliterator, build_twin_tokenizer
+    from crossalign.data.derive.twins import Transliterator, build_twin_tokenizer
     from crossalign.data.tokenizer import train_tokenizer
 
     lines = (Path(__file__).resolve().parents[1] / "fixtures/tiny/en.txt").read_text().splitlines()

@@ -8,8 +8,9 @@ from typing import Literal
 
 import pytest
 
-from crossalign.cli.generate import Parser, add_options, command_line, opt, options_from
+from crossalign.cli.generate import Parser, options_from
 from crossalign.errors import CrossalignError
+from crossalign.options import add_options, command_line, opt
 
 
 @dataclasses.dataclass

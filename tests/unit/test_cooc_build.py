@@ -8,13 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crossalign.cooc.build import (
-    CountRuns,
-    count_cooccurrences,
-    count_pairs,
-    merge_counts,
-    upper_csr,
-)
+from crossalign.cooc.build import count_cooccurrences
+from crossalign.cooc.counting import CountRuns, count_pairs, merge_counts, upper_csr
 from crossalign.errors import CrossalignError
 
 

@@ -12,18 +12,20 @@ import pytest
 from crossalign.config import TokenizerConfig
 from crossalign.data.derive.derivation import (
     DERIVED_LANG,
-    MARK,
     Derivation,
     Sentence,
-    Transliterator,
-    build_twin_tokenizer,
-    choose_shared,
     inversion_order,
     parse_transform,
-    shift_text,
     split_dictionary,
     syntax_order,
     token_dictionary,
+)
+from crossalign.data.derive.twins import (
+    MARK,
+    Transliterator,
+    build_twin_tokenizer,
+    choose_shared,
+    shift_text,
     unshift_text,
 )
 from crossalign.data.tokenizer import train_tokenizer

@@ -18,7 +18,7 @@ EN = "tests/fixtures/tiny/en.txt"
 
 def _parsed(*argv: str) -> DeriveSettings:
     args = build_parser().parse_args(["data", "derive", "--out", "o", *argv])
-    return DeriveSettings.from_args(args)
+    return DeriveSettings.from_values(vars(args))
 
 
 # The strings the former derive_command_line(args) wrote for the same options: a changed

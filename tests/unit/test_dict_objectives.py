@@ -10,7 +10,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from crossalign.config import TokenizerConfig
-from crossalign.data.derive.derivation import build_twin_tokenizer
+from crossalign.data.derive.twins import build_twin_tokenizer
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.data.tokenizer import train_tokenizer
 from crossalign.errors import CrossalignError
@@ -210,7 +210,8 @@ def derived_files(tmp_path_factory):
     """A twin tokenizer on the fixture, its exact dictionary and vocab.json."""
     from pathlib import Path
 
-    from crossalign.data.derive.derivation import Transliterator, _write_dictionary
+    from crossalign.data.derive.derivation import _write_dictionary
+    from crossalign.data.derive.twins import Transliterator
 
     lines = (Path(__file__).resolve().parents[1] / "fixtures/tiny/en.txt").read_text().splitlines()
     base = train_tokenizer({"en": lines}, TokenizerConfig(vocab_size=120), seed=0)

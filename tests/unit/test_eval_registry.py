@@ -14,15 +14,16 @@ import typing
 import pytest
 
 from crossalign.cli import build_parser, main
-from crossalign.cli.generate import field_docs, options_from
+from crossalign.cli.generate import options_from
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Metric, Unit, evaluations
+from crossalign.options import field_docs
 
 REGISTRY = evaluations()
 NAMES = REGISTRY.names()
 EXPECTED = [
     "aer", "alignment-score", "bleu", "bli", "cooc-compare", "induced-dict", "layers",
-    "perplexity", "retrieval", "rsim", "transfer",
+    "most-frequent-tag", "perplexity", "retrieval", "rsim", "transfer",
 ]  # fmt: skip
 REQUIRED = {  # the least each evaluation's command needs to parse
     "aer": [],
@@ -32,6 +33,7 @@ REQUIRED = {  # the least each evaluation's command needs to parse
     "cooc-compare": ["--matrix", "x", "--pair", "en-de", "--dict", "d", "--out", "o"],
     "induced-dict": ["--model", "m", "--dict", "d"],
     "layers": ["--model", "m", "--dict", "d"],
+    "most-frequent-tag": ["--derived", "d"],
     "perplexity": ["--model", "m"],
     "retrieval": ["--model", "m"],
     "rsim": ["--model", "m", "--dict", "d"],
@@ -39,7 +41,7 @@ REQUIRED = {  # the least each evaluation's command needs to parse
 }
 
 
-def test_the_ten_evaluations_are_registered():
+def test_the_twelve_evaluations_are_registered():
     assert NAMES == EXPECTED
 
 
@@ -139,7 +141,7 @@ def test_ls_evaluations_lists_names_summaries_and_metric_directions(capsys):
 
 
 def test_tables_label_rows_and_join_half_widths():
-    from crossalign.tables import evaluation_table
+    from crossalign.report.tables import evaluation_table
 
     table = evaluation_table(
         REGISTRY.get("cooc-compare"),

@@ -112,3 +112,73 @@ def test_data_objectives_and_evals_import_nothing_of_the_training_loop() -> None
         if imported.startswith(forbidden)
     )
     assert not upward, "imports from a layer above: " + ", ".join(upward)
+
+
+LIBRARY_ALLOWED_CLI = {"crossalign.__main__"}
+"""Modules below the CLI that may import it: the entry point alone."""
+
+
+def test_the_library_does_not_import_the_cli() -> None:
+    offenders = {
+        name: sorted(
+            m for m in imported if m == "crossalign.cli" or m.startswith("crossalign.cli.")
+        )
+        for name, imported in _graph().items()
+        if not name.startswith("crossalign.cli") and name not in LIBRARY_ALLOWED_CLI
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+FLOORS: list[tuple[str, ...]] = [
+    ("cli", "__main__"),
+    ("api",),
+    ("study",),
+    ("report",),
+    ("training", "probes"),
+    ("evals",),
+    ("objectives", "objective_options"),
+    ("align", "lexicon", "cooc"),
+    ("models",),
+    ("data",),
+    ("config", "run_dir", "checkpoint", "tracking", "schedules", "hub", "stats", "languages",
+     "extras"),
+    ("options", "schema", "registry", "errors", "fileio", "checks"),
+]  # fmt: skip
+"""The floors of docs/architecture.md, top to bottom: a module imports only from its own floor
+or the floors below it (top-level packages and modules of crossalign, by name)."""
+
+
+def _floor(module: str) -> int | None:
+    """The floor of a crossalign module (None: the package itself)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return None
+    for i, names in enumerate(FLOORS):
+        if parts[1] in names:
+            return i
+    raise AssertionError(f"{module} is on no floor: add it to FLOORS and docs/architecture.md")
+
+
+def upward_arrows(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a floor to a floor above it, as ``a -> b``."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        low = _floor(module)
+        for other in sorted(imported):
+            high = _floor(other)
+            if low is not None and high is not None and high < low:
+                found.append(f"{module} -> {other}")
+    return found
+
+
+def test_the_floor_finder_sees_an_upward_arrow() -> None:
+    graph = {
+        "crossalign.data.x": {"crossalign.objectives.base"},
+        "crossalign.cli.y": {"crossalign.data.x"},
+    }
+    assert upward_arrows(graph) == ["crossalign.data.x -> crossalign.objectives.base"]
+
+
+def test_layers_point_down() -> None:
+    found = upward_arrows(_graph())
+    assert not found, "imports that point up a floor (docs/architecture.md):\n" + "\n".join(found)

@@ -67,6 +67,6 @@ def split_halves(pairs: str | Path, out: str | Path, command: str = "") -> dict[
 def split_from_options(o: UnmtSplitOptions) -> dict[str, Any]:
     """``crossalign data unmt-split``: ``split_halves`` with the command line recorded in the
     card; returns the card."""
-    from crossalign.cli.generate import command_line
+    from crossalign.options import command_line
 
     return split_halves(o.pairs, o.out, command_line(["crossalign", "data", "unmt-split"], o))

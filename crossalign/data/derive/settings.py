@@ -4,14 +4,14 @@ building the CLI parser stays light."""
 
 from __future__ import annotations
 
-import argparse
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crossalign.cli.generate import opt, options_from
 from crossalign.errors import CrossalignError
 from crossalign.languages import DERIVED_LANG
+from crossalign.options import build_options, opt
 
 TRANSFORMS = ("syn", "inv", "trans")
 """Known transforms, in the order a composition applies them."""
@@ -137,9 +137,10 @@ class DeriveSettings:
         return shlex.join(words)
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, transform: str | None = None) -> DeriveSettings:
-        """The settings of parsed ``add_options(parser, DeriveSettings)`` flags, with another
+    def from_values(cls, values: Mapping[str, Any], transform: str | None = None) -> DeriveSettings:
+        """The settings of ``values`` (field name → value, e.g. the parsed flags of
+        ``add_options(parser, DeriveSettings)``; None takes a field's default), with another
         ``transform`` where given (``study derived`` takes several)."""
         if transform is not None:
-            args = argparse.Namespace(**{**vars(args), "transform": transform})
-        return options_from(args, cls)
+            values = {**values, "transform": transform}
+        return build_options(values, cls)
