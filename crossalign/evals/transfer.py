@@ -1,5 +1,5 @@
-"""Cross-lingual transfer to a derived language by token-classification fine-tuning
-(Deshpande et al. 2022, §3.3; ALIGN-MLM, §5):
+"""Cross-lingual transfer to a derived or a real language by token-classification fine-tuning
+(Deshpande et al. 2022, §3.3; ALIGN-MLM, §5; XTREME, Hu et al. 2020, for real languages):
 
 - ZS (zero-shot): fine-tune on the English training data, test on the derived test data;
 - SUP (supervised): fine-tune on the derived training data, test on the derived test data;
@@ -12,6 +12,13 @@ The derived data is the English data transformed word by word
 (``crossalign.data.derive.derivation``), the labels moving with their words. A word's label is
 predicted at its first subword; the other subwords are not scored. Tasks are registered in ``TASKS``
 (name → labels and data loader), so other token-level tasks reuse the protocol.
+
+A real language (``test_lang``, e.g. ``fr``) is XTREME's zero-shot protocol: the task's own data
+in each language (``TokenTask.load_language``: for ``pos-silver`` the help pages of that language
+tagged by its spaCy pipeline, silver labels on both sides), split by held-out pages shared by all
+languages. ZS fine-tunes on English and scores the other language; SUP, when that language has
+training data, fine-tunes on it. The sentences of two languages are not translations of each
+other, so each split keeps its own sentences that fit the model's input.
 """
 
 from __future__ import annotations
@@ -42,11 +49,16 @@ Tagged = list[tuple[list[str], list[str]]]
 @dataclass(frozen=True)
 class TokenTask:
     """A token-classification task: its label set and a loader of English ``train``/``test``
-    splits of (words, labels) sentences; ``load(download, seed)``."""
+    splits of (words, labels) sentences; ``load(download, seed)``. A task with data in real
+    languages also has ``load_language(lang, download, seed)``: that language's ``test`` (and
+    ``train`` when it has training data), split so that no source document is in both, and
+    ``protocol``, what the records say of its labels."""
 
     name: str
     labels: tuple[str, ...]
     load: Callable[[bool, int], dict[str, Tagged]]
+    load_language: Callable[[str, bool, int], dict[str, Tagged]] | None = None
+    protocol: str = ""
 
 
 TASKS: Registry[TokenTask] = Registry("task", plugins="crossalign.tasks")
@@ -66,11 +78,43 @@ def _load_pos_silver(download: bool, seed: int) -> dict[str, Tagged]:
     return pos_silver_splits(seed)
 
 
+def _silver_language(labels: str) -> Callable[[str, bool, int], dict[str, Tagged]]:
+    """A loader of the help pages of a language tagged by its spaCy pipeline (``labels``:
+    ``tags`` or ``ner``), split by held-out pages."""
+
+    def load(lang: str, download: bool, seed: int) -> dict[str, Tagged]:
+        from crossalign.data.corpora.pos_silver import silver_language
+
+        return silver_language(lang, seed, labels)
+
+    return load
+
+
+def _real_languages_only(download: bool, seed: int) -> dict[str, Tagged]:
+    raise CrossalignError(
+        "ner-silver has real languages only: pass --test-lang (e.g. fr), not --derived"
+    )
+
+
+SILVER_PROTOCOL = (
+    "silver labels (spaCy's predictions): XTREME's zero-shot protocol with silver labels, "
+    "held-out pages for test"
+)
+
+
 def _register_pos() -> None:
     from crossalign.data.corpora.pos import UPOS
+    from crossalign.data.corpora.pos_silver import NER_LABELS
 
     TASKS.register("pos")(TokenTask("pos", tuple(UPOS), _load_pos))
-    TASKS.register("pos-silver")(TokenTask("pos-silver", tuple(UPOS), _load_pos_silver))
+    silver = TokenTask(
+        "pos-silver", tuple(UPOS), _load_pos_silver, _silver_language("tags"), SILVER_PROTOCOL
+    )
+    TASKS.register("pos-silver")(silver)
+    ner = TokenTask(
+        "ner-silver", NER_LABELS, _real_languages_only, _silver_language("ner"), SILVER_PROTOCOL
+    )
+    TASKS.register("ner-silver")(ner)
 
 
 _register_pos()
@@ -289,6 +333,59 @@ def tagged_splits(
     return out
 
 
+def language_splits(
+    spec: TokenTask,
+    langs: tuple[str, str],
+    cfg: FinetuneConfig,
+    download: bool,
+    split: str,
+    n_valid: int,
+) -> dict[tuple[str, str], Tagged]:
+    """The task's own sentences in each of ``langs`` (``load_language``), keyed ``(language,
+    split)`` as ``tagged_splits`` keys them: each language's test set, or with
+    ``split="valid"`` ``n_valid`` of its training sentences held out; seeded samples of
+    ``cfg.max_train`` / ``cfg.max_test`` sentences. A language without training data has no
+    ``train`` entry (and no valid sentences: an error)."""
+    if spec.load_language is None:
+        real = [name for name in TASKS.names() if TASKS.get(name).load_language is not None]
+        raise CrossalignError(
+            f"task '{spec.name}' has no data in real languages; tasks that have: "
+            f"{', '.join(real) or 'none'}"
+        )
+    if split not in ("test", "valid"):
+        raise CrossalignError(f"transfer split '{split}' must be test or valid")
+    out = {}
+    for lang in langs:
+        splits = spec.load_language(lang, download, cfg.seed)
+        train, test = splits.get("train"), splits["test"]
+        if split == "valid":
+            if not train:
+                raise CrossalignError(
+                    f"{spec.name} has no {lang} training data to hold valid sentences out of; "
+                    "use --split test"
+                )
+            train, test = split_off_valid(train, n_valid, cfg.seed)
+        if train:
+            out[lang, "train"] = _sample(train, cfg.max_train, cfg.seed)
+        out[lang, "test"] = _sample(test, cfg.max_test, cfg.seed)
+    return out
+
+
+def encode_each(
+    tokenizer: PreTrainedTokenizerBase,
+    data: dict[tuple[str, str], Tagged],
+    spec: TokenTask,
+    limit: int,
+) -> dict[tuple[str, str], list]:
+    """``encode_tagged`` of every ``language_splits`` entry, each keeping its own sentences that
+    fit ``limit`` subwords (the languages' sentences are not translations of each other)."""
+    label_ids = {label: i for i, label in enumerate(spec.labels)}
+    return {
+        key: [x for x in encode_tagged(tokenizer, rows, label_ids, limit) if x is not None]
+        for key, rows in data.items()
+    }
+
+
 def encode_both(
     tokenizer: PreTrainedTokenizerBase,
     data: dict[tuple[str, str], Tagged],
@@ -313,16 +410,20 @@ def encode_both(
 
 def evaluate_transfer(
     model_dir: str | Path,
-    derived_dir: str | Path,
+    derived_dir: str | Path | None = None,
     task: str = "pos-silver",
     cfg: FinetuneConfig | None = None,
     download: bool = False,
     split: str = "test",
     n_valid: int = 1000,
+    test_lang: str | None = None,
+    embedding_lang: str | None = None,
 ) -> dict[str, float]:
     """SUP, ZS and Δ = SUP − ZS (accuracy in %) of ``model_dir`` on ``task`` between English
-    and the derived language of ``derived_dir``; also ``en``, the English test accuracy of the
-    English-fine-tuned model, the same four as macro-F1 (``*_f1``), and the sentence counts.
+    and the derived language of ``derived_dir``, or the real language ``test_lang`` (given
+    ``embedding_lang``'s language embedding when set); also ``en``, the English test accuracy
+    of the English-fine-tuned model, the same four as macro-F1 (``*_f1``), and the sentence
+    counts. For a real language without training data SUP and Δ are left out.
     ``split="valid"`` fine-tunes on the training sentences less ``n_valid`` held out
     (``split_off_valid``) and scores on those instead of the test set."""
     from transformers import AutoConfig
@@ -333,40 +434,54 @@ def evaluate_transfer(
 
     cfg = cfg or FinetuneConfig()
     spec = TASKS.get(task)
-    data = tagged_splits(derived_dir, spec, cfg, download, split, n_valid)
     tokenizer = load_tokenizer(model_dir)
     config = AutoConfig.from_pretrained(str(model_dir))
-    enc, _ = encode_both(tokenizer, data, spec, input_limit(config, cfg.max_length))
-    ids = {lang: language_type_id(config, lang) for lang in ("en", DERIVED_LANG)}
-    n, dlang, size = len(spec.labels), DERIVED_LANG, cfg.batch_size
+    limit = input_limit(config, cfg.max_length)
+    if test_lang is None:
+        if derived_dir is None:
+            raise CrossalignError("transfer needs a derived corpus or a test language")
+        data = tagged_splits(derived_dir, spec, cfg, download, split, n_valid)
+        enc, _ = encode_both(tokenizer, data, spec, limit)
+        tlang = DERIVED_LANG
+    else:
+        tlang = test_lang
+        enc = encode_each(tokenizer, language_splits(spec, ("en", tlang), cfg, download, split,
+                                                     n_valid), spec, limit)  # fmt: skip
+    ids = {"en": language_type_id(config, "en")}
+    try:
+        ids[tlang] = language_type_id(config, embedding_lang or tlang)
+    except CrossalignError as e:
+        hint = "" if embedding_lang or tlang == DERIVED_LANG else "; --embedding-lang en uses en's"
+        raise CrossalignError(f"{e}{hint}") from None
+    n, size, labels = len(spec.labels), cfg.batch_size, spec.labels
     english = finetune(model_dir, enc["en", "train"], n, ids["en"], tokenizer, cfg, "fine-tune en")
-    zs = evaluate_tagging(english, enc[dlang, "test"], ids[dlang], tokenizer, size, spec.labels)
-    en = evaluate_tagging(english, enc["en", "test"], ids["en"], tokenizer, size, spec.labels)
+    zs = evaluate_tagging(english, enc[tlang, "test"], ids[tlang], tokenizer, size, labels)
+    en = evaluate_tagging(english, enc["en", "test"], ids["en"], tokenizer, size, labels)
     del english
-    sup_model = finetune(
-        model_dir, enc[dlang, "train"], n, ids[dlang], tokenizer, cfg, f"fine-tune {dlang}"
-    )
-    sup = evaluate_tagging(sup_model, enc[dlang, "test"], ids[dlang], tokenizer, size, spec.labels)
-    spans = {}
-    if "span_f1" in sup:
-        spans = {
-            f"{name}_span_f1": part["span_f1"]
-            for name, part in (("sup", sup), ("zs", zs), ("en", en))
-        }
-        spans["delta_span_f1"] = sup["span_f1"] - zs["span_f1"]
-    return {
-        "sup": sup["accuracy"],
-        "zs": zs["accuracy"],
-        "delta": sup["accuracy"] - zs["accuracy"],
-        "en": en["accuracy"],
-        "sup_f1": sup["f1"],
-        "zs_f1": zs["f1"],
-        "delta_f1": sup["f1"] - zs["f1"],
-        "en_f1": en["f1"],
-        **spans,
+    sup = None
+    if (tlang, "train") in enc:
+        sup_model = finetune(
+            model_dir, enc[tlang, "train"], n, ids[tlang], tokenizer, cfg, f"fine-tune {tlang}"
+        )
+        sup = evaluate_tagging(sup_model, enc[tlang, "test"], ids[tlang], tokenizer, size, labels)
+    scores = {}
+    for metric, suffix in (("accuracy", ""), ("f1", "_f1"), ("span_f1", "_span_f1")):
+        if metric not in zs:
+            continue
+        if sup is not None:
+            scores[f"sup{suffix}"] = sup[metric]
+        scores[f"zs{suffix}"] = zs[metric]
+        if sup is not None:
+            scores[f"delta{suffix}"] = sup[metric] - zs[metric]
+        scores[f"en{suffix}"] = en[metric]
+    counts = {
         "train_sentences": len(enc["en", "train"]),
         "test_sentences": len(enc["en", "test"]),
     }
+    if test_lang is not None:
+        counts["target_test_sentences"] = len(enc[tlang, "test"])
+        counts["target_train_sentences"] = len(enc.get((tlang, "train"), []))
+    return {**scores, **counts}
 
 
 def evaluate(model_dir: str, opts: TransferOptions) -> EvalOutput:
@@ -379,11 +494,30 @@ def evaluate(model_dir: str, opts: TransferOptions) -> EvalOutput:
         opts.download,
         split=opts.split,
         n_valid=opts.valid_sentences,
+        test_lang=opts.test_lang,
+        embedding_lang=opts.embedding_lang,
     )
-    note = (
-        f"{opts.task}: {scores['train_sentences']} training, {scores['test_sentences']} "
-        f"{opts.split} "
-        f"sentences; SUP: fine-tuned on the derived language, ZS: on English, EN: the "
-        f"English test of the English-fine-tuned model (accuracy and macro-F1, %)"
+    if opts.test_lang is None:
+        note = (
+            f"{opts.task}: {scores['train_sentences']} training, {scores['test_sentences']} "
+            f"{opts.split} "
+            f"sentences; SUP: fine-tuned on the derived language, ZS: on English, EN: the "
+            f"English test of the English-fine-tuned model (accuracy and macro-F1, %)"
+        )
+        return EvalOutput(metrics=scores, notes=[note], legacy=dict(scores))
+    lang, spec = opts.test_lang, TASKS.get(opts.task)
+    sup = (
+        f"SUP: fine-tuned on {scores['target_train_sentences']} {lang} sentences"
+        if "sup" in scores
+        else f"no SUP: {lang} has no training data"
     )
-    return EvalOutput(metrics=scores, notes=[note], legacy=dict(scores))
+    embedding = f" (with the {opts.embedding_lang} embedding)" if opts.embedding_lang else ""
+    notes = [
+        f"{opts.task} en -> {lang}: {scores['train_sentences']} en training, "
+        f"{scores['test_sentences']} en and {scores['target_test_sentences']} {lang} "
+        f"{opts.split} sentences; ZS: fine-tuned on en, scored on {lang}{embedding}; {sup}; "
+        f"EN: the en test of the en-fine-tuned model (accuracy and macro-F1, %)"
+    ]
+    if spec.protocol:
+        notes.append(f"{opts.task}: {spec.protocol}")
+    return EvalOutput(metrics=scores, notes=notes, legacy=dict(scores))

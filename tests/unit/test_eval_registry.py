@@ -90,7 +90,8 @@ def test_flag_defaults_are_the_dataclass_defaults(name):
     required = {
         f.name: getattr(built, f.name)
         for f in dataclasses.fields(built)
-        if f.default is missing and f.default_factory is missing
+        if (f.default is missing and f.default_factory is missing)
+        or "--" + f.name.replace("_", "-") in REQUIRED[name]  # transfer: --derived
     }
     assert built == evaluation.options(**required)
 

@@ -1,0 +1,126 @@
+"""``eval transfer --test-lang``: XTREME's zero-shot protocol between real languages, on the tiny
+en/es fixture with a made-up task (word shapes), so no spaCy pipeline is needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crossalign.cli import main
+from crossalign.evals.transfer import TASKS, TokenTask
+
+from .conftest import FIXTURES, tiny_overrides
+
+
+def _word_class(word: str) -> str:
+    if not word.isalnum():
+        return "PUNCT"
+    return "SHORT" if len(word) <= 3 else "LONG"
+
+
+def _tagged(lang: str):
+    lines = (FIXTURES / f"{lang}.txt").read_text(encoding="utf-8").splitlines()
+    return [(ws, [_word_class(w) for w in ws]) for ws in map(str.split, lines)]
+
+
+def _language(lang: str, download: bool, seed: int):
+    """en and es: 18 training, 6 test sentences; de (es text): test sentences only."""
+    tagged = _tagged("es" if lang == "de" else lang)
+    return {"test": tagged[18:]} if lang == "de" else {"train": tagged[:18], "test": tagged[18:]}
+
+
+TASKS.register("test-shape-langs")(
+    TokenTask(
+        "test-shape-langs",
+        ("PUNCT", "SHORT", "LONG"),
+        lambda download, seed: {"train": _tagged("en")[:18], "test": _tagged("en")[18:]},
+        _language,
+        protocol="made-up labels (word shapes)",
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> str:
+    run = tmp_path_factory.mktemp("runs") / "langs"
+    overrides = tiny_overrides(run, **{"train.steps": 2, "model.language_embeddings": "true"})
+    assert main(["train", *overrides]) == 0
+    return str(run / "model")
+
+
+def _transfer(model: str, *argv: str, out: Path) -> int:
+    common = ["--task", "test-shape-langs", "--model", model, "--epochs", "1", "--batch-size", "8"]
+    return main(["eval", "transfer", *common, *argv, "--json", str(out)])
+
+
+def test_zero_shot_and_supervised_in_a_real_language(model, tmp_path, capsys):
+    out = tmp_path / "es.json"
+    assert _transfer(model, "--train-lang", "en", "--test-lang", "es", out=out) == 0
+    t = json.loads(out.read_text())
+    assert t["delta"] == pytest.approx(t["sup"] - t["zs"])
+    assert t["delta_f1"] == pytest.approx(t["sup_f1"] - t["zs_f1"])
+    assert (t["train_sentences"], t["test_sentences"]) == (18, 6)
+    assert (t["target_train_sentences"], t["target_test_sentences"]) == (18, 6)
+    assert all(0 <= t[k] <= 100 for k in ("sup", "zs", "en", "sup_f1", "zs_f1", "en_f1"))
+    printed = capsys.readouterr().out
+    assert "en -> es" in printed and "ZS: fine-tuned on en, scored on es" in printed
+    assert "made-up labels (word shapes)" in printed  # the task's protocol note
+    # split=valid: each language's training sentences less those held out
+    assert _transfer(model, "--test-lang", "es", "--split", "valid", "valid_sentences=4",
+                     out=out) == 0  # fmt: skip
+    v = json.loads(out.read_text())
+    assert (v["train_sentences"], v["test_sentences"], v["target_test_sentences"]) == (14, 4, 4)
+
+
+def test_a_language_without_training_data_or_embedding(model, tmp_path, capsys):
+    out = tmp_path / "de.json"
+    assert _transfer(model, "--test-lang", "de", out=out) == 2
+    err = capsys.readouterr().err
+    assert "no language embedding for 'de'" in err and "--embedding-lang en" in err
+    assert _transfer(model, "--test-lang", "de", "--embedding-lang", "en", out=out) == 0
+    t = json.loads(out.read_text())
+    assert "sup" not in t and "delta" not in t and t["target_train_sentences"] == 0
+    assert t["target_test_sentences"] == 6 and 0 <= t["zs"] <= 100
+    printed = capsys.readouterr().out
+    assert "no SUP: de has no training data" in printed and "with the en embedding" in printed
+    argv = ["--test-lang", "de", "--embedding-lang", "en", "--split", "valid"]
+    assert _transfer(model, *argv, out=out) == 2
+    assert "no de training data to hold valid sentences out of" in capsys.readouterr().err
+
+
+def test_options_and_tasks_without_real_languages(model, tmp_path, capsys):
+    out = tmp_path / "x.json"
+    assert main(["eval", "transfer", "--model", model, "--json", str(out)]) == 2
+    assert "give --derived DIR (a derived language) or --test-lang" in capsys.readouterr().err
+    argv = ["eval", "transfer", "--model", model, "--derived", "d", "--test-lang", "fr"]
+    assert main(argv) == 2 and "not both" in capsys.readouterr().err
+    assert main(["eval", "transfer", "--model", model, "--test-lang", "en"]) == 2
+    assert "is the training language" in capsys.readouterr().err
+    assert main(["eval", "transfer", "--task", "pos", "--model", model, "--test-lang", "es"]) == 2
+    assert "task 'pos' has no data in real languages" in capsys.readouterr().err
+
+
+def _spans(lang: str, download: bool, seed: int):
+    """Words longer than 3 characters as one-word spans (BIO), the others O."""
+    return {
+        name: [(ws, ["B-X" if tag == "LONG" else "O" for tag in tags]) for ws, tags in part]
+        for name, part in _language(lang, download, seed).items()
+    }
+
+
+TASKS.register("test-spans-langs")(
+    TokenTask("test-spans-langs", ("O", "B-X", "I-X"), lambda d, s: {}, _spans)
+)
+
+
+def test_span_labels_add_span_f1(model, tmp_path):
+    out = tmp_path / "spans.json"
+    argv = ["eval", "transfer", "--task", "test-spans-langs", "--model", model, "--test-lang",
+            "es", "--epochs", "1", "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    t = json.loads(out.read_text())
+    for name in ("sup", "zs", "en"):
+        assert 0 <= t[f"{name}_span_f1"] <= 100
+    assert t["delta_span_f1"] == pytest.approx(t["sup_span_f1"] - t["zs_span_f1"])
