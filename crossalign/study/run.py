@@ -102,18 +102,6 @@ def ensure_evaluated(
     return record
 
 
-def _made_by_study(study: Study, runs: Sequence[PlannedRun]) -> list[Path]:
-    """The directories and files the study writes before its runs read them: derived corpora,
-    prepare outputs and the run directories (a run may start from another's model)."""
-    made = [r.run_dir for r in runs]
-    for run in runs:
-        if study.derive is not None:
-            made.append(Path(run.variables["derived"]))
-        for i, spec in enumerate(study.prepare):
-            made.append(Path(substitute(spec.creates, run.variables, f"prepare.{i}.creates")))
-    return [m.resolve() for m in made]
-
-
 def check_run(cfg: RunConfig, run: PlannedRun, made_by_study: Sequence[Path]) -> None:
     """Refuse, before any work, a run whose objectives or options are unknown or whose data
     files do not exist (unless the study writes them first): one line naming the run and the
@@ -185,7 +173,6 @@ def run_study(
     steps: dict[Path, PreparedStep] = {}
     cell_steps: list[list[PreparedStep]] = []
     checked = []
-    made_by_study = _made_by_study(study, runs)
     for run in runs:
         if study.derive is not None:
             out = Path(run.variables["derived"])
@@ -200,8 +187,6 @@ def run_study(
                 mine.append(step)
         cell_steps.append(mine)
         cfg = None if run.model else load_config(write_run_config(study, run), run.overrides)
-        if cfg is not None:
-            check_run(cfg, run, made_by_study)
         evals = []
         for spec in study.evaluations:
             if spec.runs is not None and run.name not in spec.runs:
@@ -211,6 +196,12 @@ def run_study(
             opts = evaluation_options(evaluation, spec.options, run, where)
             evals.append((evaluation, opts, spec.label))
         checked.append((run, cfg, evals))
+    # what the study writes before its runs read it: derived corpora, prepare outputs and
+    # the run directories (a run may start from another's model)
+    made_by_study = [p.resolve() for p in [*derives, *steps, *(r.run_dir for r in runs)]]
+    for run, cfg, _ in checked:
+        if cfg is not None:
+            check_run(cfg, run, made_by_study)
     ledger = Path(study.out) / "prepared.json"
     reuse = reuse_checks(checked)
     if dry_run:
