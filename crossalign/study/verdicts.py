@@ -62,12 +62,12 @@ def hypotheses_commit(files: Sequence[str]) -> tuple[str | None, str]:
 def records_not_after(commit: str, commits: Sequence[str | None], cwd: Path) -> int:
     """How many of the records' ``commits`` (the checkout's commit when each evaluation ran)
     do not contain ``commit``: produced before the hypotheses were committed, on another
-    branch, or at an unknown commit."""
-    count = 0
-    for seen in commits:
-        if seen is None or _git(["merge-base", "--is-ancestor", commit, seen], cwd) is None:
-            count += 1
-    return count
+    branch, or at an unknown commit. One git call per distinct commit."""
+    after = {
+        seen: _git(["merge-base", "--is-ancestor", commit, seen], cwd) is not None
+        for seen in set(commits) - {None}
+    }
+    return sum(seen is None or not after[seen] for seen in commits)
 
 
 def _number(x: float | None, spec: str = ".3g") -> str:
