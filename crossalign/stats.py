@@ -9,6 +9,14 @@ from dataclasses import dataclass
 CONFIDENCE = 0.95
 
 
+def mean_and_variance(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of ``values`` (two or more) and their sample variance, ``Σ (v − mean)² /
+    (n − 1)``."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    return mean, math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+
+
 def t_interval(values: Sequence[float]) -> tuple[float, float | None]:
     """The mean of ``values`` and the half-width of its 95% Student-t confidence interval,
     ``t.ppf(0.975, n - 1) · s / √n`` (``s``: the sample standard deviation); a single value
@@ -16,13 +24,12 @@ def t_interval(values: Sequence[float]) -> tuple[float, float | None]:
     n = len(values)
     if n == 0:
         raise ValueError("t_interval of no values")
-    mean = math.fsum(values) / n
     if n == 1:
-        return mean, None
+        return math.fsum(values), None
     from scipy.stats import t
 
-    s = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
-    return mean, float(t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * s / math.sqrt(n)
+    mean, variance = mean_and_variance(values)
+    return mean, float(t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * math.sqrt(variance) / math.sqrt(n)
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
@@ -112,8 +119,7 @@ def linear_contrast(
         n = len(x)
         if n < 2:
             raise ValueError("linear_contrast: every group needs at least two values")
-        mean = math.fsum(x) / n
-        s2 = math.fsum((v - mean) ** 2 for v in x) / (n - 1)
+        mean, s2 = mean_and_variance(x)
         estimate += c * mean
         part = c * c * s2 / n
         var += part

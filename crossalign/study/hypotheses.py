@@ -35,7 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crossalign.errors import CrossalignError
-from crossalign.stats import ContrastTest, bootstrap_contrast, linear_contrast
+from crossalign.stats import (
+    ContrastTest,
+    bootstrap_contrast,
+    linear_contrast,
+    mean_and_variance,
+)
 
 TESTS = ("welch", "bootstrap")
 MET, NOT_MET, INCONCLUSIVE = "MET", "NOT MET", "INCONCLUSIVE"
@@ -287,10 +292,7 @@ def _spread(contrast: Contrast, values: Values) -> dict[str, float]:
     for alias, run in contrast.terms:
         seen = list(values.get((alias, run), {}).values())
         if len(seen) >= 2:
-            mean = math.fsum(seen) / len(seen)
-            out[f"{alias}({run})"] = math.sqrt(
-                math.fsum((x - mean) ** 2 for x in seen) / (len(seen) - 1)
-            )
+            out[f"{alias}({run})"] = math.sqrt(mean_and_variance(seen)[1])
     return out
 
 
