@@ -29,9 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from crossalign.data.store import reading
-from crossalign.data.store.integrity import HASH, file_hash
+from crossalign.data.store.integrity import HASH
 from crossalign.data.store.reading import open_store, verify_store
 from crossalign.data.store.token_store import FORMAT, VERSION
+from crossalign.fileio import file_sha256
 
 SENTENCES = 100_000
 VOCAB = 8_000
@@ -55,7 +56,7 @@ def write_store(out: Path, gb: float, seed: int = 0) -> int:
         stats = {"sentences": SENTENCES, "tokens": len(ids), "lines": SENTENCES, HASH: {}}
         for key, array in (("ids", ids), ("starts", starts), ("offsets", offsets)):
             np.save(d / f"{key}.npy", array)
-            stats[HASH][f"{key}.npy"] = file_hash(d / f"{key}.npy")
+            stats[HASH][f"{key}.npy"] = file_sha256(d / f"{key}.npy")
             total += (d / f"{key}.npy").stat().st_size
         (d / "piece.json").write_text(json.dumps(stats))
         pieces[name] = stats

@@ -16,7 +16,6 @@ at which the loss stopped being finite).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from crossalign.errors import CrossalignError
+from crossalign.fileio import file_sha256
 
 MARKER = "COMPLETE"
 STATE = "trainer_state.json"
@@ -43,18 +43,10 @@ def checkpoint_step(path: Path) -> int | None:
     return int(digits) if path.name.startswith("step-") and digits.isdigit() else None
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def write_manifest(path: Path) -> None:
     """Record the size and SHA-256 of every file under checkpoint ``path`` in its manifest."""
     files = {
-        str(p.relative_to(path)): {"size": p.stat().st_size, "sha256": _sha256(p)}
+        str(p.relative_to(path)): {"size": p.stat().st_size, "sha256": file_sha256(p)}
         for p in sorted(path.rglob("*"))
         if p.is_file() and p.name not in (MANIFEST, MARKER)
     }
@@ -74,7 +66,7 @@ def _manifest_problem(path: Path) -> str | None:
         size = file.stat().st_size
         if size != want["size"]:
             return f"{name} has {size} bytes, the manifest says {want['size']} (truncated?)"
-        if _sha256(file) != want["sha256"]:
+        if file_sha256(file) != want["sha256"]:
             return f"{name} does not match its checksum (corrupted)"
     return None
 

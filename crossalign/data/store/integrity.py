@@ -8,14 +8,13 @@ separators), never into memory at once; see ``docs/store.md`` ("Run safety") for
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from crossalign.errors import CrossalignError
+from crossalign.fileio import file_sha256
 
 HASH = "sha256"
 """The hash of every array file of a piece, recorded in ``piece.json`` at build."""
@@ -32,12 +31,6 @@ def piece_files(pair: bool) -> list[str]:
 def is_pair_piece(piece: str) -> bool:
     """Whether ``<part>/<name>/<input>-<chunk>`` holds sentence pairs."""
     return piece.split("/", 1)[0].endswith("parallel")
-
-
-def file_hash(path: str | os.PathLike) -> str:
-    """SHA-256 of a file's bytes, read 1 MiB at a time."""
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, HASH).hexdigest()
 
 
 def piece_complete(directory: Path, piece: str) -> bool:
@@ -135,7 +128,7 @@ def check_hashes(directory: Path, stats: dict[str, Any], fix: str) -> None:
     for name, want in stats.get(HASH, {}).items():
         file = directory / name
         try:
-            got = file_hash(file)
+            got = file_sha256(file)
         except OSError as e:
             raise DamagedPiece(file, f"cannot read ({e.strerror or e})", fix) from None
         if got != want:

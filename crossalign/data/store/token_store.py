@@ -50,11 +50,10 @@ from tqdm.auto import tqdm
 from crossalign.data.inputs import PairInput, TextInput, text_hash
 from crossalign.data.store.integrity import (
     HASH,
-    file_hash,
     piece_complete,
 )
 from crossalign.errors import CrossalignError
-from crossalign.fileio import write_text_atomic
+from crossalign.fileio import file_sha256, write_text_atomic
 
 FORMAT = "crossalign-token-store"
 VERSION = 1
@@ -201,7 +200,7 @@ def _tokenize_chunk(task: tuple) -> tuple[str, dict[str, int]]:
         for name, array in arrays.items():
             file = final / f"{name}.npy"
             np.save(tmp / file.name, array)
-            hashes[file.name] = file_hash(tmp / file.name)
+            hashes[file.name] = file_sha256(tmp / file.name)
         stats[HASH] = hashes
         file = final / "piece.json"
         (tmp / file.name).write_text(json.dumps(stats), encoding="utf-8")
