@@ -4,7 +4,6 @@ whose (eval, options, eval version, config hash) match; ``report`` renders them.
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import subprocess
 import time
@@ -17,7 +16,7 @@ from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import EvalOutput, Evaluation, evaluate, options_dict
 from crossalign.extras import installed_version
-from crossalign.fileio import append_jsonl, check_writable, read_jsonl_lines
+from crossalign.fileio import append_jsonl, check_writable, file_sha256, read_jsonl_lines
 
 RESULTS = "results.jsonl"
 PACKAGES = ("crossalign", "torch", "transformers", "tokenizers")
@@ -99,7 +98,7 @@ def _is_hub_model(model: str | Path) -> bool:
 
 
 def _sha256(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    return file_sha256(path) if path.is_file() else None
 
 
 def model_identity(model_dir: str | Path | None) -> dict[str, Any]:
