@@ -302,6 +302,20 @@ def split_off_valid(train: Tagged, n_valid: int, seed: int) -> tuple[Tagged, Tag
     return [x for i, x in enumerate(train) if i not in held], [train[i] for i in sorted(held)]
 
 
+def chosen_splits(
+    train: Tagged | None, test: Tagged, cfg: FinetuneConfig, split: str, n_valid: int
+) -> tuple[Tagged | None, Tagged]:
+    """The (train, scored) sentences of ``split``: ``test``, or with ``split="valid"``
+    ``n_valid`` of the training sentences held out (``split_off_valid``); seeded samples of
+    ``cfg.max_train`` / ``cfg.max_test`` sentences (no training sentences stay None)."""
+    if split == "valid":
+        train, test = split_off_valid(train, n_valid, cfg.seed)
+    elif split != "test":
+        raise CrossalignError(f"transfer split '{split}' must be test or valid")
+    train = _sample(train, cfg.max_train, cfg.seed) if train else train
+    return train, _sample(test, cfg.max_test, cfg.seed)
+
+
 def tagged_splits(
     derived_dir: str | Path,
     spec: TokenTask,
@@ -317,13 +331,8 @@ def tagged_splits(
     from crossalign.data.derive.derivation import DERIVED_LANG, Derivation
 
     splits = spec.load(download, cfg.seed)
-    train, test = splits["train"], splits["test"]
-    if split == "valid":
-        train, test = split_off_valid(train, n_valid, cfg.seed)
-    elif split != "test":
-        raise CrossalignError(f"transfer split '{split}' must be test or valid")
-    english = {"train": _sample(train, cfg.max_train, cfg.seed),
-               "test": _sample(test, cfg.max_test, cfg.seed)}  # fmt: skip
+    train, test = chosen_splits(splits["train"], splits["test"], cfg, split, n_valid)
+    english = {"train": train, "test": test}
     derivation = Derivation.load(derived_dir)
     out = {}
     for name, sentences in english.items():
@@ -352,22 +361,18 @@ def language_splits(
             f"task '{spec.name}' has no data in real languages; tasks that have: "
             f"{', '.join(real) or 'none'}"
         )
-    if split not in ("test", "valid"):
-        raise CrossalignError(f"transfer split '{split}' must be test or valid")
     out = {}
     for lang in langs:
         splits = spec.load_language(lang, download, cfg.seed)
-        train, test = splits.get("train"), splits["test"]
-        if split == "valid":
-            if not train:
-                raise CrossalignError(
-                    f"{spec.name} has no {lang} training data to hold valid sentences out of; "
-                    "use --split test"
-                )
-            train, test = split_off_valid(train, n_valid, cfg.seed)
+        if split == "valid" and not splits.get("train"):
+            raise CrossalignError(
+                f"{spec.name} has no {lang} training data to hold valid sentences out of; "
+                "use --split test"
+            )
+        train, test = chosen_splits(splits.get("train"), splits["test"], cfg, split, n_valid)
         if train:
-            out[lang, "train"] = _sample(train, cfg.max_train, cfg.seed)
-        out[lang, "test"] = _sample(test, cfg.max_test, cfg.seed)
+            out[lang, "train"] = train
+        out[lang, "test"] = test
     return out
 
 
