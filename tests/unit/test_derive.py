@@ -26,6 +26,7 @@ from crossalign.data.derive.twins import (
     build_twin_tokenizer,
     choose_shared,
     shift_text,
+    twin_piece,
     unshift_text,
 )
 from crossalign.data.tokenizer import train_tokenizer
@@ -133,8 +134,17 @@ def test_shifted_spelling_round_trips():
     assert not set(shift_text(text)) & set(text)
 
 
+@pytest.fixture(scope="module")
+def english_bpe():
+    return train_tokenizer({"en": LINES}, TokenizerConfig(kind="bpe", vocab_size=120), seed=0)
+
+
+@pytest.mark.parametrize("kind", ["unigram", "bpe"])
 @pytest.mark.parametrize("overlap", [0.0, 0.3])
-def test_twin_tokenizer_gives_exact_twin_ids(english_tokenizer, overlap):
+def test_twin_tokenizer_gives_exact_twin_ids(request, kind, overlap):
+    english_tokenizer = request.getfixturevalue(
+        "english_tokenizer" if kind == "unigram" else "english_bpe"
+    )
     shared = choose_shared(english_tokenizer, overlap, seed=1)
     twin = build_twin_tokenizer(english_tokenizer, shared)
     v = len(english_tokenizer)
@@ -153,6 +163,32 @@ def test_twin_tokenizer_gives_exact_twin_ids(english_tokenizer, overlap):
     assert [unshift_text(w) for w in derived] == [unicodedata.normalize("NFKC", w) for w in WORDS]
     if overlap == 0:
         assert all(w.startswith(MARK) for w in derived)
+
+
+def test_bpe_twin_keeps_the_merge_order_of_each_script(english_bpe):
+    import json
+
+    def merges(tok):  # pairs, whichever format the tokenizers version writes
+        found = json.loads(tok.backend_tokenizer.to_str())["model"]["merges"]
+        return [m.split(" ", 1) if isinstance(m, str) else list(m) for m in found]
+
+    twin, english = merges(build_twin_tokenizer(english_bpe, [])), merges(english_bpe)
+    assert twin[0] == ["▁", MARK] and len(twin) == 1 + 2 * len(english)
+    assert twin[1::2] == english
+    assert twin[2::2] == [[twin_piece(a), twin_piece(b)] for a, b in english]
+    twin = build_twin_tokenizer(english_bpe, [])
+    assert twin.convert_tokens_to_ids(MARK) == len(english_bpe) + min(english_bpe.all_special_ids)
+
+
+def test_twin_tokenizer_refuses_another_subword_model():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    wordpiece = Tokenizer(models.WordPiece({"[UNK]": 0, "[PAD]": 1, "a": 2}, unk_token="[UNK]"))
+    wordpiece.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=wordpiece, unk_token="[UNK]", pad_token="[PAD]")
+    with pytest.raises(CrossalignError, match="unigram or BPE tokenizer, got WordPiece"):
+        build_twin_tokenizer(tok, [])
 
 
 def test_shared_types_are_a_seeded_fraction(english_tokenizer):

@@ -50,6 +50,14 @@ def _parsed(*argv: str) -> DeriveSettings:
             "--dict-fraction 0.25 --parallel-fraction 0.25 --vocab-size 120 --seed 0 --valid "
             "1000 --test 1000",
         ),
+        (  # a BPE tokenizer is named; the default (unigram) is not, so old keys stay the same
+            ["--transform", "trans", "--corpus", "x", "--vocab-size", "4000",
+             "--tokenizer-kind", "bpe"],
+            "o",
+            "crossalign data derive --transform trans --corpus x --out o --overlap 0 "
+            "--dict-fraction 0.25 --parallel-fraction 0.25 --vocab-size 4000 --tokenizer-kind "
+            "bpe --seed 0 --valid 1000 --test 1000",
+        ),
     ],
 )  # fmt: skip
 def test_command_line_is_the_former_string(argv, out, expected):

@@ -362,12 +362,16 @@ def write_derived(out: str | Path, settings: DeriveSettings, command: str = "") 
         if settings.tokenizer:
             base = load_tokenizer(settings.tokenizer)
         else:
-            cfg = TokenizerConfig(kind="unigram", vocab_size=settings.vocab_size)
+            cfg = TokenizerConfig(kind=settings.tokenizer_kind, vocab_size=settings.vocab_size)
             base = train_tokenizer({"en": english["train"]}, cfg, seed)
         shared = choose_shared(base, settings.overlap_fraction, seed)
         twin = build_twin_tokenizer(base, shared)
         transliterator = Transliterator(twin, shared)
-        derived_info.update(english_vocab_size=len(base), shared_ids=shared)
+        derived_info.update(
+            english_vocab_size=len(base),
+            tokenizer_model=base.backend_tokenizer.model.__class__.__name__,
+            shared_ids=shared,
+        )
     derivation = Derivation(transforms, transliterator)
     derived = {split: derivation.apply(sents)[0] for split, sents in sentences.items()}
     derived_lines = {split: [" ".join(ws) for ws in d] for split, d in derived.items()}

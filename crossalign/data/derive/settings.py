@@ -53,9 +53,12 @@ class DeriveSettings:
     parallel_fraction: float = 0.25
     """Fraction in (0, 1] of the training sentences also written as pairs for TLM."""
     tokenizer: str | None = opt(None, metavar="DIR")
-    """English unigram tokenizer to twin; None (or empty) trains one of ``vocab_size``."""
+    """English unigram or BPE tokenizer to twin; None (or empty) trains one of ``vocab_size``."""
     vocab_size: int = 8000
     """Vocabulary (token types) of the English tokenizer trained without ``tokenizer``."""
+    tokenizer_kind: str = opt("unigram", choices=("unigram", "bpe"))
+    """Subword model of the English tokenizer trained without ``tokenizer``: unigram (the
+    default) or BPE (fewer pieces per word on small corpora; see docs/derived.md)."""
     max_lines: int | None = opt(None, metavar="N")
     """Seeded sample of this many English training lines; None: all."""
     seed: int = 0
@@ -131,6 +134,8 @@ class DeriveSettings:
             words += ["--tokenizer", self.tokenizer]
         else:
             words += ["--vocab-size", str(self.vocab_size)]
+            if self.tokenizer_kind != "unigram":  # unigram corpora keep their reuse key
+                words += ["--tokenizer-kind", self.tokenizer_kind]
         if self.max_lines is not None:
             words += ["--max-lines", str(self.max_lines)]
         words += ["--seed", str(self.seed), "--valid", str(self.valid), "--test", str(self.test)]

@@ -3,13 +3,20 @@
 The training loop reads text and tokenizes it, so a derived word is written in a shifted script
 that a *twin tokenizer* segments into exactly the twin ids: each character ``c`` of a twinned
 piece becomes ``chr(0xF0000 + ord(c))`` (Unicode's supplementary private-use plane) and a word-
-initial piece starts with the marker ``U+E000``. The twin tokenizer is the English unigram
-tokenizer with its vocabulary copied: entry ``t + V`` is the shifted spelling of piece ``t``
-with the same score (specials and shared types get placeholder entries that never match). A
-shifted string can only be segmented by twin pieces, and the twin segmentations of a word
-correspond one to one, at equal scores, to the English ones, so the twin tokenizer's Viterbi
-path is the twin of the English path; with ``overlap``, shared pieces are written in plain
-English and the same argument holds between the fixed plain/shifted boundaries.
+initial piece starts with the marker ``U+E000``. The twin tokenizer is the English tokenizer with
+its vocabulary copied: entry ``t + V`` is the shifted spelling of piece ``t`` (specials and
+shared types get placeholder entries that never match).
+
+- **Unigram.** Each twin piece keeps its piece's score. A shifted string can only be segmented
+  by twin pieces, and the twin segmentations of a word correspond one to one, at equal scores,
+  to the English ones, so the twin tokenizer's Viterbi path is the twin of the English path;
+  with ``overlap``, shared pieces are written in plain English and the same argument holds
+  between the fixed plain/shifted boundaries.
+- **BPE.** Each English merge ``(a, b)`` is followed by its twin ``(twin a, twin b)``, so every
+  merge keeps its rank among the merges of its own script; the twin of a word-initial piece
+  starts with ``▁`` + MARK, made by one merge ranked first (MARK itself takes the unused twin
+  slot of the first special token). BPE applies merges by rank, and the shifted and plain
+  alphabets never meet in a merge, so a shifted word is merged exactly as its English spelling.
 ``Transliterator.check`` measures this on the corpus (the derive command records the fraction
 of exactly twinned words in ``card.json``). ``unshift_text`` inverts the spelling.
 """
@@ -83,39 +90,39 @@ def twin_piece(piece: str) -> str:
     return shift_text(piece)
 
 
-def unigram_vocab(tokenizer: PreTrainedTokenizerBase) -> tuple[dict[str, Any], list[list]]:
-    """The tokenizer's serialised pipeline and its unigram ``[piece, score]`` list; raises for
-    another subword model."""
+def tokenizer_model(tokenizer: PreTrainedTokenizerBase) -> dict[str, Any]:
+    """The tokenizer's serialised pipeline; raises unless its model is Unigram or BPE with
+    every token inside the model."""
     data = json.loads(tokenizer.backend_tokenizer.to_str())
-    if data["model"]["type"] != "Unigram":
+    kind = data["model"]["type"]
+    if kind not in ("Unigram", "BPE"):
         raise CrossalignError(
-            f"transliteration needs a unigram tokenizer, got {data['model']['type']}; train one "
-            f"with tokenizer.kind: unigram"
+            f"transliteration needs a unigram or BPE tokenizer, got {kind}; train one with "
+            f"crossalign data derive --tokenizer-kind unigram|bpe"
         )
-    vocab = data["model"]["vocab"]
-    if len(vocab) != len(tokenizer):
+    size = len(data["model"]["vocab"])
+    if size != len(tokenizer):
         raise CrossalignError(
-            f"tokenizer has {len(tokenizer)} tokens but its unigram model {len(vocab)}; added "
+            f"tokenizer has {len(tokenizer)} tokens but its {kind} model {size}; added "
             f"tokens outside the model cannot be twinned"
         )
-    return data, vocab
+    return data
 
 
 def build_twin_tokenizer(
     tokenizer: PreTrainedTokenizerFast, shared: Iterable[int]
 ) -> PreTrainedTokenizerFast:
-    """The English unigram tokenizer with a copied vocabulary: id ``t + V`` is the twin spelling
-    of piece ``t`` (same score). Specials and ``shared`` ids get placeholders (MARK MARK t) that
-    no text produces, so twin ids stay ``t + V`` for every twinned type."""
-    data, vocab = unigram_vocab(tokenizer)
+    """The English unigram or BPE tokenizer with a copied vocabulary: id ``t + V`` is the twin
+    spelling of piece ``t`` (see the module docstring). Specials and ``shared`` ids get
+    placeholders (MARK MARK t) that no text produces, so twin ids stay ``t + V`` for every
+    twinned type."""
+    data = tokenizer_model(tokenizer)
     special = set(tokenizer.all_special_ids)
     shared = set(shared)
-    floor = min(score for _, score in vocab) - 10.0
-    twins = [
-        [f"{MARK}{MARK}{t}", floor] if t in special or t in shared else [twin_piece(p), s]
-        for t, (p, s) in enumerate(vocab)
-    ]
-    data["model"]["vocab"] = vocab + twins
+    if data["model"]["type"] == "Unigram":
+        data["model"]["vocab"] = _twin_unigram(data["model"]["vocab"], special | shared)
+    else:
+        _twin_bpe(data["model"], special)
     tok = Tokenizer.from_str(json.dumps(data))
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
@@ -127,6 +134,43 @@ def build_twin_tokenizer(
         unk_token=tokenizer.unk_token,
         mask_token=tokenizer.mask_token,
     )
+
+
+def _twin_unigram(vocab: list[list], untwinned: set[int]) -> list[list]:
+    """The unigram ``[piece, score]`` list followed by its twins (same scores)."""
+    floor = min(score for _, score in vocab) - 10.0
+    twins = [
+        [f"{MARK}{MARK}{t}", floor] if t in untwinned else [twin_piece(p), s]
+        for t, (p, s) in enumerate(vocab)
+    ]
+    return vocab + twins
+
+
+def _twin_bpe(model: dict[str, Any], special: set[int]) -> None:
+    """Add the twins to a serialised BPE model in place: vocabulary ``t + V`` and each merge
+    followed by its twin, after the first merge ``(▁, MARK)``; MARK takes the twin slot of the
+    first special token. A shared type's twin slot holds its twin spelling too: the twin merges
+    pass through it, but a shifted word never ends on it (a shared piece is written in plain
+    English). Merges stay in the format they came in (pairs or "a b" strings)."""
+    vocab: dict[str, int] = model["vocab"]
+    v = len(vocab)
+    pieces = sorted(vocab, key=vocab.get)
+    if [vocab[p] for p in pieces] != list(range(v)):
+        raise CrossalignError("BPE tokenizer ids are not 0..V-1; it cannot be twinned")
+    if not special:
+        raise CrossalignError("the BPE tokenizer has no special token to give MARK its id")
+    twins = {
+        (f"{MARK}{MARK}{t}" if t in special else twin_piece(piece)): t + v
+        for t, piece in enumerate(pieces)
+    }
+    twins[MARK] = twins.pop(f"{MARK}{MARK}{min(special)}")
+    as_strings = bool(model["merges"]) and isinstance(model["merges"][0], str)
+    merges: list[list[str]] = [[SPACE, MARK]]
+    for merge in model["merges"]:
+        a, b = merge.split(" ", 1) if as_strings else merge
+        merges += [[a, b], [twin_piece(a), twin_piece(b)]]
+    vocab.update(twins)
+    model["merges"] = [" ".join(m) for m in merges] if as_strings else merges
 
 
 def choose_shared(tokenizer: PreTrainedTokenizerBase, overlap: float, seed: int) -> list[int]:
