@@ -243,6 +243,11 @@ class TrainConfig:
     (lr · sqrt(warmup_steps / step), the Transformer schedule XLM and MASS train with)."""
     max_grad_norm: float = 1.0
     """Gradient clipping norm (>= 0; 0 disables)."""
+    freeze: list[str] = field(default_factory=list)
+    """Model parameters left untrained: ``encoder`` (every parameter of the base model:
+    embeddings and layers, so only the task head trains, e.g. to warm up an untrained masked-LM
+    head) and/or glob patterns over parameter names (``bert.encoder.layer.0.*``). With tied
+    input and output embeddings, freezing the embeddings freezes the output projection too."""
     precision: str = "auto"
     """auto (bf16 on a GPU that supports it, fp16 on other GPUs, fp32 on CPU), no, bf16, fp16."""
     seed: int = 0

@@ -64,6 +64,7 @@ from crossalign.training.setup import (
     build_schedule,
     build_setup,
     check_step_per_objective,
+    freeze_parameters,
     mixed_precision,
     objective_samplers,
     run_is_seq2seq,
@@ -204,6 +205,12 @@ class TrainingRun:
         set_seed(tc.seed)
         setup = build_setup(cfg, start.resume_from, accelerator)
         check_step_per_objective(cfg, setup.objectives, accelerator.num_processes)
+        if tc.freeze:
+            frozen = freeze_parameters(setup.model, tc.freeze)
+            if accelerator.is_main_process:
+                left = sum(p.numel() for p in setup.model.parameters() if p.requires_grad)
+                print(f"train.freeze: {len(frozen)} parameter tensors frozen; {left:,} "
+                      f"parameters of the model train")  # fmt: skip
         module = ObjectiveSet(setup.model, setup.objectives)
         optimizer = build_optimizer(module, cfg)
         scheduler = build_schedule(optimizer, cfg)

@@ -4,6 +4,8 @@ batch sizes, the samplers and the accelerate options."""
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,6 +201,43 @@ def mixed_precision(requested: str) -> str:
     if not torch.cuda.is_available():
         return "no"
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+FREEZE_ENCODER = "encoder"
+"""``train.freeze`` entry naming every parameter of the model's base model."""
+
+
+def freeze_parameters(model: nn.Module, patterns: Sequence[str]) -> list[str]:
+    """Set ``requires_grad=False`` on the parameters ``patterns`` name (``train.freeze``:
+    ``encoder`` for the base model's, or globs over ``model.named_parameters()`` names);
+    returns the frozen names. A pattern that names nothing, or freezing every parameter, is
+    an error naming the key."""
+    names = dict(model.named_parameters())
+    frozen: set[str] = set()
+    for pattern in patterns:
+        if pattern == FREEZE_ENCODER:
+            base = model.base_model
+            if base is model:
+                raise CrossalignError(
+                    "train.freeze: 'encoder' needs a model with a task head; this model is "
+                    "its own base model"
+                )
+            base_ids = {id(p) for p in base.parameters()}
+            found = {n for n, p in names.items() if id(p) in base_ids}
+        else:
+            found = set(fnmatch.filter(names, pattern))
+        if not found:
+            example = next(iter(names), "")
+            raise CrossalignError(
+                f"train.freeze: '{pattern}' names no parameter of the model; give 'encoder' or "
+                f"a glob over parameter names such as '{example}'"
+            )
+        frozen |= found
+    if frozen and frozen == set(names):
+        raise CrossalignError("train.freeze leaves no parameter to train; freeze fewer")
+    for name in frozen:
+        names[name].requires_grad_(False)
+    return sorted(frozen)
 
 
 def build_optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
