@@ -9,6 +9,13 @@ system of all threads), which another job on the machine disturbs far less. Runs
 (crossalign, bare, crossalign, bare, ...); the printed ratio is crossalign tokens/s ÷ bare
 tokens/s, per repeat and as the median.
 
+A second table times crossalign's own step (``train_step``) on the same pre-collated batches
+with the finiteness check left on the device (the fused AdamW skips a non-finite step itself)
+and read on the host before every update (``TrainState.defer_checks=False``, the loop before
+deferral: one device sync per step), alternating, from the same initial weights; the losses of
+the two must be equal. On a CPU there is no asynchronous device, so the ratio shows the check's
+own cost only; the difference shows on a GPU.
+
     python bench/train_throughput.py [--corpus data/bible] [--steps 20] [--repeats 3]
 """
 
@@ -28,6 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 import torch.nn.functional as F
+from accelerate import Accelerator
 from transformers import get_linear_schedule_with_warmup
 
 from crossalign.config import load_config
@@ -139,6 +147,42 @@ def bare_run(cfg_overrides: list[str]) -> tuple[float, float, int]:
     return wall1 - wall0, cpu1 - cpu0, tokens
 
 
+def check_sync_table(args: argparse.Namespace, cfg_overrides: list[str]) -> None:
+    """steps/s of ``train_step`` with the finiteness check deferred (on the device) and read on
+    the host each step, alternating over ``args.repeats``, and the largest loss difference."""
+    from crossalign.objectives.objective_set import ObjectiveSet
+    from crossalign.training.setup import build_optimizer, build_schedule
+    from crossalign.training.step import TrainState, train_step
+
+    cfg, setup, steps = batches_for(cfg_overrides)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    start = {k: v.clone() for k, v in setup.model.state_dict().items()}
+    print(f"\nfiniteness check, {len(steps)} steps of MLM+TLM on {device}")
+    head = f"{'run':>3} {'deferred steps/s':>16} {'host steps/s':>12} {'ratio':>6}"
+    print(f"{head} {'max |Δloss|':>11}")
+    ratios = []
+    for r in range(args.repeats):
+        rate, losses = {}, {}
+        for defer in (True, False):
+            setup.model.load_state_dict(start)
+            torch.manual_seed(cfg.train.seed)  # the same dropout masks in both
+            module = ObjectiveSet(setup.model, setup.objectives).to(device)
+            optimizer = build_optimizer(module, cfg)
+            ts = TrainState(Accelerator(cpu=device.type == "cpu"), module, optimizer,
+                            build_schedule(optimizer, cfg), setup.objectives, setup.weights,
+                            max_grad_norm=cfg.train.max_grad_norm, defer_checks=defer)  # fmt: skip
+            out = []
+            t0 = time.perf_counter()
+            for k, batches in enumerate(steps):
+                out.append(train_step(ts, [batches], k + 1).loss)
+            losses[defer] = torch.stack(out).cpu()  # the one wait for the device
+            rate[defer] = len(steps) / (time.perf_counter() - t0)
+        ratios.append(rate[True] / rate[False])
+        diff = float((losses[True] - losses[False]).abs().max())
+        print(f"{r:>3} {rate[True]:>16.2f} {rate[False]:>12.2f} {ratios[-1]:>6.3f} {diff:>11.2e}")
+    print(f"median deferred/host steps/s: {statistics.median(ratios):.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", help="a built corpus (crossalign data bible); default: fixture")
@@ -194,6 +238,8 @@ def main() -> None:
                 )
             wall, cpu = statistics.median(wall_ratios), statistics.median(cpu_ratios)
             print(f"{label:<8} median crossalign/bare throughput: wall {wall:.3f}, CPU {cpu:.3f}")
+        mixed = settings["MLM+TLM"]
+        check_sync_table(args, overrides(args, mixed, tmp / "sync", tmp / "tokenizer", args.steps))
 
 
 if __name__ == "__main__":

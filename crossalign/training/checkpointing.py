@@ -192,10 +192,13 @@ def apply_changed_settings(
         scheduler._last_lr = lrs  # get_last_lr() reads it; torch has no public setter
 
 
-def divergence_error(run_dir: Path, step: int, what: str, main: bool) -> CrossalignError:
+def divergence_error(
+    run_dir: Path, step: int, what: str, main: bool, stopped: str = "stopped before the update"
+) -> CrossalignError:
     """The error for a non-finite loss, gradient or weights computed from the weights after
     ``step`` updates: the checkpoint holding those weights (and any later one) is moved to
-    ``checkpoints/diverged/`` so that a plain ``--resume`` takes the last good one."""
+    ``checkpoints/diverged/`` so that a plain ``--resume`` takes the last good one.
+    ``stopped`` says where the run stopped."""
     moved = ""
     if main:
         bad = [p for p in list_checkpoints(run_dir) if checkpoint_step(p) >= step]
@@ -206,11 +209,11 @@ def divergence_error(run_dir: Path, step: int, what: str, main: bool) -> Crossal
     good = good_checkpoints(run_dir)
     if not good:
         return CrossalignError(
-            f"{what}; stopped before the update. {moved}no good checkpoint is left: start "
+            f"{what}; {stopped}. {moved}no good checkpoint is left: start "
             "again (--overwrite) with a lower train.lr or more train.warmup_steps"
         )
     return CrossalignError(
-        f"{what}; stopped before the update. {moved}the last good checkpoint is {good[0]}: "
+        f"{what}; {stopped}. {moved}the last good checkpoint is {good[0]}: "
         "continue from it with a lower train.lr or more train.warmup_steps "
         "(crossalign train ... train.lr=... --resume)"
     )

@@ -71,7 +71,7 @@ from crossalign.training.setup import (
     step_batch_sizes,
     tracking_options,
 )
-from crossalign.training.step import TrainState, train_step
+from crossalign.training.step import DivergenceWatch, TrainState, train_step
 
 
 class StopRequest:
@@ -186,6 +186,8 @@ class TrainingRun:
     """``metrics.jsonl`` opened for appending (main process only)."""
     probes: Probes = field(default_factory=Probes)
     """``train.probe_aer`` / ``train.probe_bli``, measured with every held-out evaluation."""
+    watch: DivergenceWatch | None = None
+    """The first non-finite step the optimizer skipped on the device, read at boundaries."""
 
     @classmethod
     def open(
@@ -226,6 +228,7 @@ class TrainingRun:
             accelerator, cfg, config, setup, trainer, streams, samplers, *sizes, stats, 0, position
         )
         run.probes = Probes.of_run(cfg, encoder_of(setup.model))
+        run.watch = DivergenceWatch(accelerator.device)
         if start.resume_from is not None:
             run.resume(start.resume_from, start.changed, allow_data_change)
         if accelerator.is_main_process:
@@ -336,7 +339,9 @@ class TrainingRun:
             outcome = train_step(self.trainer, micro, self.step + 1)
         except (torch.OutOfMemoryError, RuntimeError) as e:
             raise _out_of_memory(e, self.cfg, self.micro_sizes, self.step + 1) from None
-        if not outcome.finite:
+        if outcome.deferred:
+            self.watch.record(outcome)
+        elif not outcome.finite:
             main = self.accelerator.is_main_process
             raise divergence_error(self.run_dir, self.step, outcome.problem, main)
         self.tokens_seen += outcome.tokens
@@ -373,6 +378,7 @@ class TrainingRun:
         tc, step = self.cfg.train, self.step
         if step % tc.log_every and step != tc.steps:
             return
+        self.check_divergence()
         accelerator = self.accelerator
         now = time.perf_counter()
         lr = self.trainer.scheduler.get_last_lr()[0]
@@ -417,6 +423,7 @@ class TrainingRun:
         tc, step = self.cfg.train, self.step
         if not (tc.eval_every and step % tc.eval_every == 0 and step < tc.steps):
             return
+        self.check_divergence()
         held = self._evaluate()
         if held:
             self.bar.write(f"step {step}: " + _describe(held))
@@ -439,6 +446,7 @@ class TrainingRun:
     def save(self) -> None:
         """Checkpoint ``step`` (``save_checkpoint``) once every process holds finite weights
         and optimizer states; non-finite ones stop the run as a divergence."""
+        self.check_divergence()
         accelerator, module = self.accelerator, self.trainer.module
         main, step = accelerator.is_main_process, self.step
         finite = float(all_finite(module, self.trainer.optimizer))
@@ -460,6 +468,20 @@ class TrainingRun:
             train_seconds=self.train_seconds(),
             data_fingerprint=self.setup.data_fingerprint,
         )
+
+    def check_divergence(self) -> None:
+        """Stop as a divergence if a step since the last boundary was non-finite (its update
+        was skipped on the device, so no non-finite value reached the weights); one device
+        sync."""
+        found = self.watch.first() if self.watch is not None else None
+        if found is None:
+            return
+        bad, what = found
+        stopped = "stopped before the update"
+        if bad < self.step:
+            stopped = f"that update was skipped, and the run stopped at step {self.step}"
+        main = self.accelerator.is_main_process
+        raise divergence_error(self.run_dir, bad - 1, what, main, stopped)
 
     def finish(self) -> dict[str, float]:
         """After the last step: its checkpoint (unless just saved), the final held-out metrics

@@ -241,7 +241,9 @@ def freeze_parameters(model: nn.Module, patterns: Sequence[str]) -> list[str]:
 
 
 def build_optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
-    """AdamW; no weight decay on biases and normalisation weights."""
+    """AdamW; no weight decay on biases and normalisation weights. PyTorch's fused kernel
+    (one kernel for every parameter, on CPU and GPU), which can also skip a non-finite step
+    on the device (``training.step.skips_on_device``)."""
     decay, no_decay = [], []
     for name, param in module.named_parameters():
         if not param.requires_grad:
@@ -253,7 +255,7 @@ def build_optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
         {"params": no_decay, "weight_decay": 0.0},
     ]
     return torch.optim.AdamW(
-        groups, lr=cfg.train.lr, betas=tuple(cfg.train.betas), eps=cfg.train.adam_eps
+        groups, lr=cfg.train.lr, betas=tuple(cfg.train.betas), eps=cfg.train.adam_eps, fused=True
     )
 
 

@@ -100,6 +100,10 @@ class TrainState:
     """``train.max_grad_norm``: clip the gradient to this global norm (0: no clipping)."""
     step_per_objective: bool = False
     """``train.step_per_objective``: one optimizer update per objective (``update_groups``)."""
+    defer_checks: bool = True
+    """Leave the finiteness check on the device when the optimizer can skip a step itself
+    (``skips_on_device``); False reads it on the host before every update, as the loop did
+    before (a device sync per step; kept for ``bench/step_sync.py`` and the tests)."""
 
     @classmethod
     def of_run(
@@ -129,23 +133,97 @@ class TrainState:
 class StepOutcome:
     """One optimizer step: this process's part of the step loss, the global gradient norm
     (before clipping), each micro-batch's (loss, n, metrics) per objective and the tokens
-    (attention-mask positions) of this process's micro-batches. ``problem`` is empty when the
-    step was taken; else it tells what became non-finite and the update was not made.
-    With ``step_per_objective`` it sums the step's updates (``combine_updates``), and
-    ``skipped`` names the objectives it did not train."""
+    (attention-mask positions) of this process's micro-batches.
+
+    ``checks`` [processes, 2] holds every process's step loss and gradient norm (the loss
+    twice under fp16 loss scaling, whose scaler skips overflowing steps itself). A step whose
+    checks are not all finite made no update. ``deferred``: the optimizer skipped it on the
+    device (``found_inf``), without waiting for the device, so the caller reads ``ok`` later
+    (``DivergenceWatch``); otherwise the step was checked on the host before the update.
+    ``finite`` and ``problem`` read the checks (a device sync). With ``step_per_objective`` it
+    sums the step's updates (``combine_updates``), and ``skipped`` names the objectives it did
+    not train."""
 
     loss: torch.Tensor
     grad_norm: torch.Tensor
     results: list[dict]
     tokens: int
-    problem: str = ""
+    checks: torch.Tensor | None = None
+    step: int = 0
+    what: str = ""
+    """Which update, for the message: empty, or " of OBJECTIVE" with ``step_per_objective``."""
+    checked_norm: bool = True
+    deferred: bool = False
     skipped: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> torch.Tensor:
+        """Whether every check is finite: a bool tensor on the device (no sync)."""
+        if self.checks is None:
+            return torch.ones((), dtype=torch.bool, device=self.loss.device)
+        return torch.isfinite(self.checks).all()
+
+    @property
+    def problem(self) -> str:
+        """Empty when the step was taken; else what became non-finite (reads the device)."""
+        if self.checks is None or bool(self.ok):
+            return ""
+        row = first_bad_row(self.checks)
+        return describe_problem(row, self.step, self.what, self.checked_norm)
 
     @property
     def finite(self) -> bool:
         """Whether the loss (and, without fp16 scaling, the gradient norm) was finite on every
-        process, so that the update was made."""
+        process, so that the update was made (reads the device)."""
         return not self.problem
+
+
+def first_bad_row(checks: torch.Tensor) -> torch.Tensor:
+    """The first process's (loss, norm) row [2] of ``checks`` [processes, 2] with a
+    non-finite value (the first row when all are finite), found on the device."""
+    bad = ~torch.isfinite(checks).all(1)
+    return checks[bad.int().argmax()]
+
+
+def describe_problem(row: torch.Tensor, step: int, what: str, checked_norm: bool) -> str:
+    """The message for a non-finite step: "loss became nan at step 6 (gradient norm nan)"."""
+    loss, norm = (float(x) for x in row)
+    text = f"loss{what} became {loss} at step {step}"
+    return text + (f" (gradient norm {norm})" if checked_norm else "")
+
+
+class DivergenceWatch:
+    """The first non-finite step of a run, kept on the device so that steps need not wait for
+    it: ``record`` each deferred outcome, and read ``first`` at log, evaluation and save
+    boundaries (one sync): (step, message) or None."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.step = torch.zeros((), dtype=torch.long, device=device)
+        self.row = torch.zeros(2, device=device)
+        self.what, self.checked_norm = "", True
+
+    def record(self, outcome: StepOutcome) -> None:
+        """Remember ``outcome`` if it is the first non-finite step (device ops only)."""
+        assert outcome.checks is not None
+        new = (self.step == 0) & ~outcome.ok
+        self.step = torch.where(new, outcome.step, self.step)
+        self.row = torch.where(new, first_bad_row(outcome.checks).float(), self.row)
+        self.what, self.checked_norm = outcome.what, outcome.checked_norm
+
+    def first(self) -> tuple[int, str] | None:
+        """(step, message) of the first non-finite step recorded, or None (reads the
+        device)."""
+        step = int(self.step)
+        if not step:
+            return None
+        return step, describe_problem(self.row, step, self.what, self.checked_norm)
+
+
+def skips_on_device(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether ``optimizer`` (or the one an accelerate wrapper holds) skips a step on the device
+    given ``found_inf``: PyTorch's fused Adam/AdamW/SGD (``_step_supports_amp_scaling``)."""
+    inner = getattr(optimizer, "optimizer", optimizer)
+    return bool(getattr(inner, "_step_supports_amp_scaling", False))
 
 
 def update_groups(ts: TrainState) -> list[list[str]]:
@@ -195,12 +273,16 @@ def combine_updates(
     if len(updates) == 1 and not skipped:
         return updates[0]
     zero = torch.zeros((), device=device)
+    last = updates[-1] if updates else None
     return StepOutcome(
         loss=torch.stack([zero, *(u.loss for u in updates)]).sum(),
         grad_norm=torch.stack([zero, *(u.grad_norm.float() for u in updates)]).max(),
         results=[{k: v for u in updates for k, v in u.results[m].items()} for m in range(n_micro)],
         tokens=sum(u.tokens for u in updates),
-        problem=updates[-1].problem if updates else "",
+        checks=last.checks if last else None,
+        step=last.step if last else 0,
+        what=last.what if last else "",
+        checked_norm=last.checked_norm if last else True,
         skipped=skipped,
     )
 
@@ -213,8 +295,12 @@ def optimizer_update(
     norm (clipped to ``max_grad_norm``), a check gathered over processes that the loss and
     gradient norm are finite, then the AdamW and schedule steps.
 
-    With fp16 the gradient scaler skips overflowing steps itself, so only the loss is checked
-    there. A non-finite update is not made: the outcome's ``problem`` says why."""
+    A non-finite update is not made. With a fused optimizer (``skips_on_device``) the check
+    stays on the device: the kernel skips the update itself and the outcome is ``deferred``
+    (the caller reads it at its next boundary). Otherwise, and with ``step_per_objective``
+    (whose updates stop at the first non-finite one), the check is read here, before the
+    update. With fp16 the gradient scaler skips overflowing steps itself, so only the loss is
+    checked there."""
     accelerator, module = ts.accelerator, ts.module
     objectives = {name: ts.objectives[name] for name in names}
     weights = {name: ts.weights[name] for name in names}
@@ -228,15 +314,23 @@ def optimizer_update(
         [step_loss.float(), grad_norm.float() if check_norm else step_loss.float()]
     )
     checks = accelerator.gather(checks[None].to(accelerator.device))  # [processes, 2]
-    outcome = StepOutcome(step_loss, grad_norm, results, tokens)
-    if not bool(torch.isfinite(checks).all()):
-        loss, norm = (float(x) for x in checks[~torch.isfinite(checks).all(1)][0])
-        which = "" if len(names) == len(ts.objectives) else f" of {names[0]}"
-        outcome.problem = f"loss{which} became {loss} at step {step}"
-        if check_norm:
-            outcome.problem += f" (gradient norm {norm})"
+    which = "" if len(names) == len(ts.objectives) else f" of {names[0]}"
+    outcome = StepOutcome(step_loss, grad_norm, results, tokens, checks, step, which, check_norm)
+    deferred = ts.defer_checks and check_norm and not ts.step_per_objective
+    if deferred and skips_on_device(ts.optimizer):
+        # the fused kernel leaves weights, moments and step count as they were when
+        # found_inf is 1: the step does not wait for the device
+        inner = getattr(ts.optimizer, "optimizer", ts.optimizer)
+        inner.found_inf = (~outcome.ok).float()
+        try:
+            ts.optimizer.step()
+        finally:
+            del inner.found_inf
+        outcome.deferred = True
+    elif not outcome.finite:
         return outcome
-    ts.optimizer.step()
+    else:
+        ts.optimizer.step()
     if ts.scheduler is not None:
         ts.scheduler.step()
     ts.optimizer.zero_grad(set_to_none=True)

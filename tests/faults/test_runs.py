@@ -166,6 +166,22 @@ def test_divergence_is_caught_before_the_update_and_the_named_checkpoint_resumes
     assert all(v == v for r in logged.values() for v in r.values())  # no NaN
 
 
+def test_a_divergence_between_boundaries_is_caught_at_the_next_one(run, capsys):
+    run_dir, overrides = run
+    # no boundary (log, evaluation, save) from step 5 to 12: the non-finite steps are skipped
+    # on the device and found at the end, naming the first
+    blow_up = overrides(**{"train.steps": 12, "train.save_every": 0, "train.log_every": 12,
+                           "train.lr": 1e8})  # fmt: skip
+    assert main(["train", *blow_up, "--resume"]) == 2
+    line = error_line(capsys)
+    assert "loss became nan at step 6 (gradient norm nan); that update was skipped, and the " \
+        "run stopped at step 12" in line
+    assert f"the last good checkpoint is {run_dir / 'checkpoints' / 'step-00000004'}" in line
+    assert [p.name for p in list_checkpoints(run_dir)] == ["step-00000004", "step-00000002"]
+    logged = train_records(run_dir / "metrics.jsonl")
+    assert sorted(logged) == [1, 2, 3, 4]  # no line of the diverged steps was written
+
+
 # ---- 5. changed settings -------------------------------------------------------------
 
 

@@ -87,7 +87,10 @@ def test_non_finite_step_is_not_taken(tmp_path: Path) -> None:
             "tlm": raw_batch("parallel", "en-es", pairs, np.arange(4))}  # fmt: skip
     micro = [{n: setup.objectives[n].collate(r, torch.Generator()) for n, r in raws.items()}]
     outcome = train_step(ts, micro, 1)
+    assert outcome.deferred and not bool(outcome.ok)  # the fused AdamW skipped it itself
     assert not outcome.finite
     assert outcome.problem.startswith("loss became nan at step 1 (gradient norm ")
+    steps = [float(state["step"]) for state in optimizer.state.values()]
+    assert steps and all(step == 0 for step in steps)  # nor did its moments or step count move
     after = [p.detach() for p in module.parameters()]
     assert all(torch.equal(a.nan_to_num(), b.nan_to_num()) for a, b in zip(before, after))
