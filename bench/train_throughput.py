@@ -14,7 +14,8 @@ with the finiteness check left on the device (the fused AdamW skips a non-finite
 and read on the host before every update (``TrainState.defer_checks=False``, the loop before
 deferral: one device sync per step), alternating, from the same initial weights; the losses of
 the two must be equal. On a CPU there is no asynchronous device, so the ratio shows the check's
-own cost only; the difference shows on a GPU.
+own cost only; the difference shows on a GPU. A third table gives the share of padding
+positions in each objective's batches, TLM with its pairs padded and packed.
 
     python bench/train_throughput.py [--corpus data/bible] [--steps 20] [--repeats 3]
 """
@@ -147,6 +148,24 @@ def bare_run(cfg_overrides: list[str]) -> tuple[float, float, int]:
     return wall1 - wall0, cpu1 - cpu0, tokens
 
 
+def padding_table(args: argparse.Namespace, tmp: Path) -> None:
+    """Share of padding positions (and rows per step) in the batches each objective collates,
+    with TLM's pairs padded and packed (``packing: true``)."""
+    print(f"\n{'objective':<18} {'padding':>8} {'rows/step':>9}")
+    for label, objectives in (
+        ("mlm", "[{name: mlm}]"),
+        ("tlm (padded)", "[{name: tlm}]"),
+        ("tlm (packed)", "[{name: tlm, packing: true}]"),
+    ):
+        run = overrides(args, objectives, tmp / "pad", tmp / "tokenizer", args.steps)
+        _, _, steps = batches_for(run)
+        batches = [b for step in steps for b in step.values()]
+        real = sum(int(b["attention_mask"].sum()) for b in batches)
+        total = sum(b["attention_mask"].numel() for b in batches)
+        rows = sum(b["attention_mask"].shape[0] for b in batches) / len(steps)
+        print(f"{label:<18} {1 - real / total:>8.1%} {rows:>9.1f}")
+
+
 def check_sync_table(args: argparse.Namespace, cfg_overrides: list[str]) -> None:
     """steps/s of ``train_step`` with the finiteness check deferred (on the device) and read on
     the host each step, alternating over ``args.repeats``, and the largest loss difference."""
@@ -240,6 +259,7 @@ def main() -> None:
             print(f"{label:<8} median crossalign/bare throughput: wall {wall:.3f}, CPU {cpu:.3f}")
         mixed = settings["MLM+TLM"]
         check_sync_table(args, overrides(args, mixed, tmp / "sync", tmp / "tokenizer", args.steps))
+        padding_table(args, tmp)
 
 
 if __name__ == "__main__":

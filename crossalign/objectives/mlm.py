@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from transformers import PreTrainedModel
 
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
+from crossalign.data.packing import BLOCK_MASK
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
 from crossalign.objectives.options import MLMOptions, ObjectiveOptions
 
@@ -38,10 +39,12 @@ def add_masked_index(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def encode(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Final hidden states [B, L, H] of the encoder for a collated batch."""
+    """Final hidden states [B, L, H] of the encoder for a collated batch (packed rows attend
+    within their blocks: ``BLOCK_MASK``)."""
+    mask = batch[BLOCK_MASK][:, None] if BLOCK_MASK in batch else batch["attention_mask"]
     kwargs = {
         "input_ids": batch["input_ids"],
-        "attention_mask": batch["attention_mask"],
+        "attention_mask": mask,
         "position_ids": batch["position_ids"],
     }
     if "token_type_ids" in batch:

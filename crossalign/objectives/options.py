@@ -90,6 +90,10 @@ class TLMOptions(MLMOptions):
     layout: str = "tlm"
     """Layout of the pair: tlm (XLM's, positions restarting at the target) or concat ([cls]
     src [sep] tgt [sep], continuous positions; XLM-Align's data)."""
+    packing: bool = False
+    """Pack several pairs into each row of ``data.max_length`` tokens (block-diagonal
+    attention, positions kept), so no position is padding; the same pairs, masks, loss and
+    gradients as the padded rows (tested), in fewer rows."""
 
     def __post_init__(self) -> None:
         check_choice("layout", self.layout, PAIR_LAYOUTS)

@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from crossalign.data.masking import IGNORE_INDEX
+from crossalign.data.packing import pack_rows
 from crossalign.data.pair_layout import pair_row, special_count, truncate_pair
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import MaskedLM, add_masked_index
@@ -31,7 +33,8 @@ class TranslationLM(MaskedLM):
         """Pairs → rows of ``layout`` (``[cls] src [sep] [cls] tgt [sep]`` with position_ids
         restarting at the target for TLM) padded to the longest, with token_type_ids =
         language per side, segment_ids (0 source, 1 target, -1 padding), and 80/10/10 masking
-        of both sides. All [B, L]."""
+        of both sides. All [B, L]. With ``packing``, several pairs per row (``pack_rows``),
+        with ``block_mask`` [B, L, L]."""
         ctx = self.ctx
         src_lang, tgt_lang = raw.source.split("-", 1)
         rows, positions, segments = [], [], []
@@ -64,4 +67,7 @@ class TranslationLM(MaskedLM):
             batch["token_type_ids"] = torch.where(
                 seg == 1, ctx.language_id(tgt_lang), ctx.language_id(src_lang)
             )
+        if getattr(self.options, "packing", False):  # DWA's options have no packing (yet)
+            pads = {"input_ids": ctx.pad_id, "segment_ids": -1, "labels": IGNORE_INDEX}
+            batch = pack_rows(batch, ctx.max_length, pads)
         return add_masked_index(batch)

@@ -64,6 +64,8 @@ from crossalign.training.setup import (
     build_schedule,
     build_setup,
     check_step_per_objective,
+    compile_model,
+    compiled_graphs,
     freeze_parameters,
     mixed_precision,
     objective_samplers,
@@ -213,6 +215,8 @@ class TrainingRun:
                 left = sum(p.numel() for p in setup.model.parameters() if p.requires_grad)
                 print(f"train.freeze: {len(frozen)} parameter tensors frozen; {left:,} "
                       f"parameters of the model train")  # fmt: skip
+        if tc.compile:
+            compile_model(setup.model, tc.compile_backend)
         module = ObjectiveSet(setup.model, setup.objectives)
         optimizer = build_optimizer(module, cfg)
         scheduler = build_schedule(optimizer, cfg)
@@ -391,6 +395,8 @@ class TrainingRun:
         tokens = accelerator.reduce(seen, "sum").item()
         record["tokens_per_s"] = tokens / max(now - self.last_time, 1e-9)
         record["train_seconds"] = self.train_seconds()
+        if tc.compile:
+            record["compile/graphs"] = compiled_graphs()
         self.tokens_seen, self.last_time = 0, now
         self.bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}")
         self._emit(record)

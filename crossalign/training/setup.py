@@ -240,6 +240,26 @@ def freeze_parameters(model: nn.Module, patterns: Sequence[str]) -> list[str]:
     return sorted(frozen)
 
 
+def compile_model(model: nn.Module, backend: str) -> list[str]:
+    """``train.compile``: compile, in place (``nn.Module.compile``, so parameter names and
+    checkpoints are unchanged), the base model and the masked-LM head (``cls`` or
+    ``lm_head``) that the objectives call; returns the names compiled."""
+    parts = {"base_model": model.base_model}
+    for name in ("cls", "lm_head"):
+        if isinstance(getattr(model, name, None), nn.Module):
+            parts[name] = getattr(model, name)
+    for part in parts.values():
+        part.compile(backend=backend)
+    return list(parts)
+
+
+def compiled_graphs() -> int:
+    """Graphs torch.compile has made in this process so far (recompilations included)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
 def build_optimizer(module: nn.Module, cfg: RunConfig) -> torch.optim.Optimizer:
     """AdamW; no weight decay on biases and normalisation weights. PyTorch's fused kernel
     (one kernel for every parameter, on CPU and GPU), which can also skip a non-finite step

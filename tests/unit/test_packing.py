@@ -1,0 +1,76 @@
+"""Packed TLM rows: the same pairs, masks, loss and gradients as the padded rows."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from crossalign.data.packing import BLOCK_MASK, first_fit, pack_rows, padding_fraction
+from crossalign.objectives.base import RawBatch, TokenContext
+from crossalign.objectives.tlm import TranslationLM
+
+
+def test_first_fit_packs_decreasing_lengths_into_the_first_bin_with_room():
+    # 7 opens a bin (room 3), 5 and 4 share the second, 3 fills the first, 2 opens a third
+    assert first_fit([5, 3, 7, 2, 4], 10) == [[1, 2], [0, 4], [3]]
+    for bins in (first_fit([1] * 9, 4), first_fit([4, 4, 4], 4)):
+        assert sorted(i for b in bins for i in b) == list(range(sum(map(len, bins))))
+
+
+def test_pack_rows_keeps_every_real_token_and_blocks_attention():
+    batch = {
+        "input_ids": torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0], [6, 7, 8, 9]]),
+        "attention_mask": torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]),
+    }
+    # lengths 3, 2, 4 into rows of 5: the 4 alone, then the 3 and the 2 together
+    packed = pack_rows(batch, capacity=5, pads={"input_ids": 0})
+    assert packed["input_ids"].tolist() == [[6, 7, 8, 9, 0], [1, 2, 3, 4, 5]]
+    assert packed["attention_mask"].tolist() == [[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]
+    block = packed[BLOCK_MASK][1]
+    assert block[:3, :3].all() and block[3:, 3:].all() and not block[:3, 3:].any()
+    assert not block[3:, :3].any() and not packed[BLOCK_MASK][0][4].any()
+    assert padding_fraction(batch) == pytest.approx(3 / 12)
+    assert padding_fraction(packed) == pytest.approx(1 / 10)
+
+
+def context(languages: list[str]) -> TokenContext:
+    special = [0, 1, 2, 3]
+    return TokenContext(vocab_size=60, pad_id=1, mask_id=3, cls_id=0, sep_id=2,
+                        special_ids=special, max_length=40, languages=languages,
+                        position_offset=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", ["tlm", "concat"])
+@pytest.mark.parametrize("languages", [[], ["en", "es"]])
+def test_packed_tlm_loss_and_gradients_equal_the_padded(layout, languages):
+    rng = np.random.default_rng(0)
+    pairs = [(rng.integers(5, 60, n), rng.integers(5, 60, m))
+             for n, m in [(3, 4), (9, 7), (2, 2), (12, 10), (5, 1), (4, 6)]]  # fmt: skip
+    raw = RawBatch(source="en-es", pairs=pairs)
+    ctx = context(languages)
+    padded_obj = TranslationLM(ctx, layout=layout)
+    packed_obj = TranslationLM(ctx, layout=layout, packing=True)
+    padded = padded_obj.collate(raw, torch.Generator().manual_seed(3))
+    packed = packed_obj.collate(raw, torch.Generator().manual_seed(3))
+    assert packed["input_ids"].shape[0] < padded["input_ids"].shape[0]
+    assert padding_fraction(packed) < padding_fraction(padded)
+    assert sorted(packed["masked_labels"].tolist()) == sorted(padded["masked_labels"].tolist())
+    config = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, type_vocab_size=2, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)  # fmt: skip
+    torch.manual_seed(0)
+    model = BertForMaskedLM(config)
+    twin = copy.deepcopy(model)
+    results = []
+    for m, obj, batch in ((model, padded_obj, padded), (twin, packed_obj, packed)):
+        loss, n, _ = obj.loss(batch, obj(m, batch))
+        loss.backward()
+        results.append((loss, n))
+    assert results[1][1] == results[0][1]
+    assert results[1][0].item() == pytest.approx(results[0][0].item(), rel=1e-5)
+    for (name, a), b in zip(model.named_parameters(), twin.parameters()):
+        assert torch.allclose(a.grad, b.grad, atol=1e-6, rtol=1e-4), name
