@@ -174,8 +174,10 @@ def test_a_divergence_between_boundaries_is_caught_at_the_next_one(run, capsys):
                            "train.lr": 1e8})  # fmt: skip
     assert main(["train", *blow_up, "--resume"]) == 2
     line = error_line(capsys)
-    assert "loss became nan at step 6 (gradient norm nan); that update was skipped, and the " \
+    assert (
+        "loss became nan at step 6 (gradient norm nan); that update was skipped, and the "
         "run stopped at step 12" in line
+    )
     assert f"the last good checkpoint is {run_dir / 'checkpoints' / 'step-00000004'}" in line
     assert [p.name for p in list_checkpoints(run_dir)] == ["step-00000004", "step-00000002"]
     logged = train_records(run_dir / "metrics.jsonl")
