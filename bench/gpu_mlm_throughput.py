@@ -24,9 +24,12 @@ step (no accumulation), ``--precision`` mixed precision through accelerate.
   ``train.log_every`` = gcd(warmup, steps). Every ``metrics.jsonl`` line reports tokens/s
   since the previous line; the lines after step ``warmup`` up to ``warmup + steps`` each
   cover ``log_every`` steps of equal token count (full blocks), so their harmonic mean is
-  total tokens ÷ total time of the timed steps. crossalign's own clock is synchronised with
-  the GPU at every step (its finite-loss check reads the loss). Set-up, the final checkpoint
-  and the model export fall outside the window.
+  total tokens ÷ total time of the timed steps. crossalign's clock is synchronised with the
+  GPU at every log line (its finiteness check is read there, not every step). Set-up, the
+  final checkpoint and the model export fall outside the window. ``xa-compile`` sets
+  ``train.compile``; ``xa-tlm`` adds TLM with packed pairs (the text paired with itself).
+* ``hf-compile``: the hf loop with the model ``torch.compile``d in place and PyTorch's fused
+  AdamW (SDPA attention is transformers' default for BERT in both hf loops).
 
 The text (``--text``, UTF-8, one sentence per line) is repeated in memory until one run of
 ``warmup + steps`` steps draws each block at most once.
@@ -36,18 +39,19 @@ MFU uses model FLOPs, the same formula for both loops (PaLM, appendix B): per to
 (the tied output projection of the MLM head), i.e. the vocabulary head counted at every
 position, as Hugging Face's ``BertForMaskedLM`` computes it. crossalign computes the head (its
 transform and the vocabulary projection) only at the masked positions (~15% of the
-non-special tokens); the "xa exec" column is crossalign's utilisation counting only the FLOPs
+non-special tokens); the "exec" column is crossalign's utilisation counting only the FLOPs
 its loop really does (for the hf loop the two coincide). Peak: ``--peak-tflops`` (989: H100
 SXM bf16 dense).
 
     PYTHONPATH=. python bench/gpu_mlm_throughput.py --text FILE --tokenizer DIR \\
         [--preset base] [--seq 128 512] [--batch 256 64] [--steps 50] [--warmup 10] \\
-        [--only both|hf|crossalign] [--workers 4] [--crossalign-workers K] [--out FILE.json]
+        [--loops hf hf-compile xa xa-compile xa-tlm xa-tlm-compile] [--workers 4]
+        [--crossalign-workers K] [--out FILE.json]
 
 CPU smoke test (slow; MFU meaningless there):
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python bench/gpu_mlm_throughput.py --text FILE \\
-        --tokenizer DIR --preset tiny --seq 32 --batch 4 --steps 3 --warmup 1 --only hf
+        --tokenizer DIR --preset tiny --seq 32 --batch 4 --steps 3 --warmup 1 --loops hf xa
 """
 
 from __future__ import annotations
@@ -78,6 +82,10 @@ from crossalign.config import ModelConfig
 from crossalign.models.build import build_model
 
 LR, BETAS, WEIGHT_DECAY, MAX_GRAD_NORM, MLM_PROB, SEED = 1e-4, (0.9, 0.98), 0.01, 1.0, 0.15, 0
+
+
+LOOPS = ("hf", "hf-compile", "xa", "xa-compile", "xa-tlm", "xa-tlm-compile")
+"""The loops the benchmark can time (``--loops``)."""
 
 
 def read_lines(path: Path) -> list[str]:
@@ -177,6 +185,14 @@ def release() -> None:
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_gib() -> float:
+    """Peak GPU memory allocated since the last ``release`` (GiB; 0 on CPU)."""
+    if not torch.cuda.is_available():
+        return 0.0
+    return torch.cuda.max_memory_allocated() / 2**30
 
 
 def sync() -> None:
@@ -184,8 +200,11 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def hf_run(args, tokenizer, stream: np.ndarray, seq: int, batch: int) -> dict:
-    """The run_mlm_no_trainer-style loop; tokens/s over the timed steps."""
+def hf_run(
+    args, tokenizer, stream: np.ndarray, seq: int, batch: int, compiled: bool = False
+) -> dict:
+    """The run_mlm_no_trainer-style loop; tokens/s over the timed steps. ``compiled``: the
+    same loop with the model torch.compiled and PyTorch's fused AdamW."""
     warmup, steps = args.warmup, args.steps
     set_seed(SEED)
     accelerator = Accelerator(mixed_precision=args.precision, cpu=not torch.cuda.is_available())
@@ -201,6 +220,8 @@ def hf_run(args, tokenizer, stream: np.ndarray, seq: int, batch: int) -> dict:
         pin_memory=torch.cuda.is_available(),
     )
     model = make_model(args.preset, tokenizer, seq)
+    if compiled:
+        model.compile()  # in place; SDPA is transformers' default attention for BERT
     no_decay = ["bias", "LayerNorm.weight", "layer_norm.weight"]
     groups = [
         {
@@ -212,7 +233,7 @@ def hf_run(args, tokenizer, stream: np.ndarray, seq: int, batch: int) -> dict:
             "weight_decay": 0.0,
         },
     ]
-    optimizer = torch.optim.AdamW(groups, lr=LR, betas=BETAS)
+    optimizer = torch.optim.AdamW(groups, lr=LR, betas=BETAS, fused=compiled or None)
     scheduler = get_scheduler("linear", optimizer, warmup, warmup + steps)
     model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
 
@@ -244,6 +265,7 @@ def hf_run(args, tokenizer, stream: np.ndarray, seq: int, batch: int) -> dict:
             "tokens_per_s": tokens.item() / seconds,
             "seconds": seconds,
             "final_loss": loss.item(),
+            "peak_gib": peak_gib(),
         }
         it.close()
     finally:
@@ -257,8 +279,18 @@ def hf_run(args, tokenizer, stream: np.ndarray, seq: int, batch: int) -> dict:
     return result
 
 
-def crossalign_run(args, text: Path, run_dir: Path, seq: int, batch: int) -> dict:
-    """``crossalign.training.train`` in-process; tokens/s from its metrics.jsonl."""
+def crossalign_run(
+    args,
+    text: Path,
+    run_dir: Path,
+    seq: int,
+    batch: int,
+    compiled: bool = False,
+    tlm: bool = False,
+) -> dict:
+    """``crossalign.training.train`` in-process; tokens/s from its metrics.jsonl.
+    ``compiled``: ``train.compile``; ``tlm``: MLM + TLM, TLM's pairs packed (the text paired
+    with itself: the same token count per pair as a translation of equal length)."""
     from crossalign.config import DataConfig, load_config
     from crossalign.run_dir import read_metrics
     from crossalign.training.loop import train
@@ -274,7 +306,9 @@ def crossalign_run(args, text: Path, run_dir: Path, seq: int, batch: int) -> dic
         "data.valid_mono={}",
         "data.valid_parallel={}",
         f"data.max_length={seq}",
-        "objectives=[{name: mlm}]",
+        "objectives=[{name: mlm}, {name: tlm, packing: true}]"
+        if tlm
+        else "objectives=[{name: mlm}]",
         f"train.steps={warmup + steps}",
         f"train.batch_size={batch}",
         "train.grad_accum=1",
@@ -295,6 +329,10 @@ def crossalign_run(args, text: Path, run_dir: Path, seq: int, batch: int) -> dic
         overrides.append(f"data.cache_dir={json.dumps(str(run_dir.parent / 'stores'))}")
     if args.crossalign_workers is not None:
         overrides.append(f"data.num_workers={args.crossalign_workers}")
+    if tlm:
+        overrides.append(f"data.parallel={json.dumps({'en-de': [str(text), str(text)]})}")
+    if compiled:
+        overrides.append("train.compile=true")
     cfg = load_config(None, overrides)
     captured = io.StringIO()
     try:
@@ -318,6 +356,7 @@ def crossalign_run(args, text: Path, run_dir: Path, seq: int, batch: int) -> dic
         "final_loss": timed[-1]["loss"],
         "log_every": log_every,
         "windows": tps,
+        "peak_gib": peak_gib(),
     }
     reset_accelerate()
     release()
@@ -347,7 +386,11 @@ def main() -> None:
         default=None,
         help="pass data.num_workers=K to crossalign (default: leave it unset)",
     )
-    parser.add_argument("--only", choices=["both", "hf", "crossalign"], default="both")
+    parser.add_argument(
+        "--loops", nargs="+", choices=list(LOOPS), default=list(LOOPS),
+        help="hf: the run_mlm-style loop; hf-compile: it with torch.compile and fused AdamW; "
+        "xa: crossalign; xa-compile: train.compile; xa-tlm(-compile): MLM + packed TLM",
+    )  # fmt: skip
     parser.add_argument("--peak-tflops", type=float, default=989.0)
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
@@ -356,7 +399,7 @@ def main() -> None:
         parser.error(f"--batch needs one value per --seq ({len(args.seq)})")
     if args.steps < 1 or args.warmup < 0:
         parser.error("--steps must be >= 1 and --warmup >= 0")
-    loops = ["hf", "crossalign"] if args.only == "both" else [args.only]
+    loops = args.loops
 
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     for name in ("pad_token", "mask_token", "cls_token", "sep_token"):
@@ -378,7 +421,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpu_mlm_") as tmp:
         tmp = Path(tmp)
         text = tmp / "en.txt"
-        if "crossalign" in loops:
+        if any(loop.startswith("xa") for loop in loops):
             with open(text, "w", encoding="utf-8") as f:
                 for _ in range(repeats):
                     f.write("\n".join(lines) + "\n")
@@ -390,39 +433,33 @@ def main() -> None:
             row = {"seq": seq, "batch": batch, "model_flops_per_token": full}
             row["crossalign_executed_flops_per_token"] = executed
             for loop in loops:
-                if loop == "hf":
-                    row["hf"] = hf_run(args, tokenizer, stream, seq, batch)
+                compiled, tlm = loop.endswith("-compile"), "-tlm" in loop
+                if loop.startswith("hf"):
+                    row[loop] = hf_run(args, tokenizer, stream, seq, batch, compiled)
                 else:
-                    run_dir = tmp / f"run-{seq}"
-                    row["crossalign"] = crossalign_run(args, text, run_dir, seq, batch)
+                    run_dir = tmp / f"run-{seq}-{loop}"
+                    row[loop] = crossalign_run(args, text, run_dir, seq, batch, compiled, tlm)
                 tps = row[loop]["tokens_per_s"]
                 row[loop]["mfu"] = full * tps / (args.peak_tflops * 1e12)
-                if loop == "crossalign":
+                if loop.startswith("xa"):
                     row[loop]["executed_utilisation"] = executed * tps / (args.peak_tflops * 1e12)
-            if len(loops) == 2:
-                row["ratio"] = row["crossalign"]["tokens_per_s"] / row["hf"]["tokens_per_s"]
+                if "hf" in row:
+                    row[loop]["vs_hf"] = tps / row["hf"]["tokens_per_s"]
             rows.append(row)
 
-    def cell(row: dict, loop: str, key: str, fmt: str) -> str:
-        return format(row[loop][key], fmt) if loop in row else "-"
-
-    print(
-        f"{'seq':>5} {'batch':>5} {'hf tok/s':>10} {'xa tok/s':>10} {'xa/hf':>6} "
-        f"{'MFU hf':>7} {'MFU xa':>7} {'xa exec':>7} {'loss hf':>7} {'loss xa':>7}"
-    )
+    print(f"{'seq':>5} {'batch':>5} {'loop':<15} {'tok/s':>10} {'vs hf':>6} {'MFU':>6} "
+          f"{'exec':>6} {'peak GiB':>8} {'loss':>7}")  # fmt: skip
     for row in rows:
-        ratio = format(row["ratio"], ".3f") if "ratio" in row else "-"
-        print(
-            f"{row['seq']:>5} {row['batch']:>5} {cell(row, 'hf', 'tokens_per_s', '.0f'):>10} "
-            f"{cell(row, 'crossalign', 'tokens_per_s', '.0f'):>10} {ratio:>6} "
-            f"{cell(row, 'hf', 'mfu', '.1%'):>7} {cell(row, 'crossalign', 'mfu', '.1%'):>7} "
-            f"{cell(row, 'crossalign', 'executed_utilisation', '.1%'):>7} "
-            f"{cell(row, 'hf', 'final_loss', '.3f'):>7} "
-            f"{cell(row, 'crossalign', 'final_loss', '.3f'):>7}"
-        )
+        for loop in loops:
+            r = row[loop]
+            vs = format(r["vs_hf"], ".3f") if "vs_hf" in r else "-"
+            ex = format(r["executed_utilisation"], ".1%") if "executed_utilisation" in r else "-"
+            print(f"{row['seq']:>5} {row['batch']:>5} {loop:<15} {r['tokens_per_s']:>10.0f} "
+                  f"{vs:>6} {r['mfu']:>6.1%} {ex:>6} {r['peak_gib']:>8.1f} "
+                  f"{r['final_loss']:>7.3f}")  # fmt: skip
     print(
         f"MFU: model FLOPs (vocabulary head at every position) ÷ {args.peak_tflops:g} TFLOP/s; "
-        "xa exec: FLOPs crossalign executes (head at masked positions only)"
+        "exec: FLOPs crossalign executes (head at masked positions only)"
     )
     if args.out:
         result = {
