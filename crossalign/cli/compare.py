@@ -6,12 +6,22 @@ import argparse
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from crossalign.errors import CrossalignError
     from crossalign.study.run import run_study
     from crossalign.study.spec import load_study, select_runs
 
     overrides = list(args.overrides)
     if args.out:
         overrides.append(f"out={args.out}")
+    if args.jobs > 1 and not args.dry_run:
+        if args.seeds is not None:
+            raise CrossalignError("--jobs runs every seed in its own process; drop --seeds")
+        from crossalign.study.parallel import run_parallel
+
+        page = run_parallel(args.study, overrides, args.jobs, args.runs, not args.no_report)
+        if page is not None:
+            print(f"wrote {page} and {page.with_suffix('.html')}")
+        return 0
     study = select_runs(load_study(args.study, overrides), args.runs)
     result = run_study(study, report=not args.no_report, dry_run=args.dry_run, seeds=args.seeds)
     if args.dry_run:
@@ -63,6 +73,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="run only these of the study's seeds, in the directories the whole study gives "
         "them, and write no report (e.g. one process per seed; then run without --seeds for "
         "the report)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="train and evaluate the seeds in N processes at once (one per seed; e.g. small "
+        "models sharing a GPU under CUDA MPS): shared steps and runs first, then the seeds, "
+        "then the report; each seed's log in OUT/logs/",
     )
     p.add_argument("--no-report", action="store_true", help="train and evaluate only")
     p.add_argument(

@@ -416,3 +416,25 @@ def test_records_without_models_through_a_chain_of_runs(tmp_path, capsys):
     assert "== crossalign data tokenizer" in printed
     assert printed.index("== pre-training base") < printed.index("== pre-training cont")
     assert (out / "runs" / "cont" / "model").is_dir()
+
+
+def test_jobs_runs_the_seeds_in_parallel_processes_after_the_shared_run(tmp_path, capsys):
+    """``--jobs 2``: the shared ``base`` run (its own seeds) and the prepare step in this
+    process, then one process per seed for ``cont``, then the report over everything."""
+    path = _study(tmp_path, **_chain(tmp_path, base_seeds=[0]))
+    assert main(["compare", str(path), "--jobs", "2"]) == 0
+    out = tmp_path / "study"
+    printed = capsys.readouterr().out
+    assert "== shared runs first: base" in printed
+    assert printed.count("== pre-training") == 1  # base here; cont in the seed processes
+    for seed in (0, 1):
+        assert f"== seed {seed}: done" in printed
+        log = (out / "logs" / f"seed-{seed}.log").read_text()
+        assert "== pre-training cont seed" in log
+        assert (out / "runs" / "cont" / f"seed-{seed}" / "results.jsonl").is_file()
+    assert (out / "report" / "report.md").is_file()
+    # nothing is left to do
+    assert main(["compare", str(path), "--jobs", "2", "--no-report"]) == 0
+    assert "== pre-training" not in capsys.readouterr().out
+    assert main(["compare", str(path), "--jobs", "2", "--seeds", "0"]) == 2
+    assert "--jobs runs every seed in its own process" in capsys.readouterr().err

@@ -1,0 +1,100 @@
+"""``crossalign compare --jobs N``: a study's seeds trained and evaluated by N processes at
+once (e.g. several small models sharing one GPU under CUDA MPS), then one report.
+
+The parent process first runs, itself, what the seeds share: every prepare step and derived
+corpus, and the runs with their own ``seeds`` (a starting model the others continue from).
+Then one child ``crossalign compare --seeds S --no-report`` per seed, at most N at a time,
+each writing ``OUT/logs/seed-S.log``; then the parent runs the whole study again, which reuses
+every trained run and record and writes the report. A failed child stops the start of new
+ones and is named with its log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from crossalign.errors import CrossalignError
+from crossalign.study.spec import load_study, select_runs
+
+
+def child_command(
+    study_file: str, overrides: Sequence[str], runs: Sequence[str], seed: int
+) -> list[str]:
+    """The ``crossalign compare`` command of one seed's runs (no report)."""
+    command = [sys.executable, "-m", "crossalign", "compare", study_file]
+    command += ["--seeds", str(seed), "--runs", ",".join(runs), "--no-report"]
+    return command + list(overrides)
+
+
+def run_parallel(
+    study_file: str,
+    overrides: Sequence[str],
+    jobs: int,
+    names: Sequence[str] | None = None,
+    report: bool = True,
+) -> Path | None:
+    """Run the study of ``study_file`` (with ``overrides``, the runs ``names``) with ``jobs``
+    seed processes at once; returns the report page (None without ``report``)."""
+    from crossalign.study.run import run_study
+
+    if jobs < 1:
+        raise CrossalignError(f"--jobs {jobs} must be at least 1")
+    study = select_runs(load_study(study_file, overrides), names)
+    shared = [r.name for r in study.runs if r.seeds is not None]
+    per_seed = [r.name for r in study.runs if r.seeds is None]
+    if shared:
+        print(f"== shared runs first: {', '.join(shared)}")
+        shared_study = select_runs(load_study(study_file, overrides), shared)
+        run_study(shared_study, report=False)
+    elif per_seed and (study.prepare or study.derive is not None):
+        # the prepare steps and derived corpora, once, before the children share them
+        run_study(select_runs(load_study(study_file, overrides), per_seed[:1]),
+                  report=False, seeds=study.seeds[:1])  # fmt: skip
+    logs = Path(study.out) / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    if per_seed:
+        _run_children(study_file, overrides, per_seed, study.seeds, jobs, logs)
+    result = run_study(select_runs(load_study(study_file, overrides), names), report=report)
+    return result.report
+
+
+def _run_children(
+    study_file: str,
+    overrides: Sequence[str],
+    runs: Sequence[str],
+    seeds: Sequence[int],
+    jobs: int,
+    logs: Path,
+) -> None:
+    """One child per seed, at most ``jobs`` at a time; raises naming the first failed one."""
+    waiting = list(seeds)
+    running: dict[int, tuple[subprocess.Popen, object]] = {}
+    failed: list[int] = []
+    while waiting or running:
+        while waiting and len(running) < jobs and not failed:
+            seed = waiting.pop(0)
+            log = open(logs / f"seed-{seed}.log", "w", encoding="utf-8")  # noqa: SIM115
+            command = child_command(study_file, overrides, runs, seed)
+            running[seed] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log)
+            print(f"== seed {seed}: started (log {logs / f'seed-{seed}.log'})")
+        for seed, (proc, log) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            log.close()
+            del running[seed]
+            state = "done" if proc.returncode == 0 else f"failed (exit {proc.returncode})"
+            print(f"== seed {seed}: {state}")
+            if proc.returncode != 0:
+                failed.append(seed)
+        if failed and not running:
+            break
+        time.sleep(0.5)
+    if failed:
+        seed = failed[0]
+        raise CrossalignError(
+            f"seed {seed} failed; see {logs / f'seed-{seed}.log'} (the other seeds' runs are "
+            f"kept: run the same command again to continue)"
+        )
