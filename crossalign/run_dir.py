@@ -49,6 +49,8 @@ CHANGEABLE = frozenset(
         "train.adam_eps",
         "train.warmup_steps",
         "train.max_grad_norm",
+        "train.compile",
+        "train.compile_backend",
         "train.log_every",
         "train.eval_every",
         "train.save_every",

@@ -36,6 +36,12 @@ def _names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
+def _jobs(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of processes (1 or more)")
+    return int(text)
+
+
 def _seeds(text: str) -> list[int]:
     try:
         seeds = [int(n) for n in _names(text)]
@@ -76,7 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=_jobs,
         default=1,
         metavar="N",
         help="train and evaluate the seeds in N processes at once (one per seed; e.g. small "

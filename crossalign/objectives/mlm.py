@@ -10,6 +10,7 @@ from transformers import PreTrainedModel
 
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
 from crossalign.data.packing import BLOCK_MASK
+from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
 from crossalign.objectives.options import MLMOptions, ObjectiveOptions
 
@@ -41,7 +42,15 @@ def add_masked_index(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def encode(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Final hidden states [B, L, H] of the encoder for a collated batch (packed rows attend
     within their blocks: ``BLOCK_MASK``)."""
-    mask = batch[BLOCK_MASK][:, None] if BLOCK_MASK in batch else batch["attention_mask"]
+    mask = batch["attention_mask"]
+    if BLOCK_MASK in batch:
+        if getattr(model.config, "_attn_implementation", None) != "sdpa":
+            raise CrossalignError(
+                f"packed pairs need SDPA attention (a boolean block mask); this "
+                f"{type(model).__name__} uses {getattr(model.config, '_attn_implementation', '?')}"
+                f": set packing: false, or load the model with attn_implementation='sdpa'"
+            )
+        mask = batch[BLOCK_MASK][:, None]
     kwargs = {
         "input_ids": batch["input_ids"],
         "attention_mask": mask,

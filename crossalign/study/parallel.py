@@ -1,8 +1,9 @@
 """``crossalign compare --jobs N``: a study's seeds trained and evaluated by N processes at
 once (e.g. several small models sharing one GPU under CUDA MPS), then one report.
 
-The parent process first runs, itself, what the seeds share: every prepare step and derived
-corpus, and the runs with their own ``seeds`` (a starting model the others continue from).
+The parent process first makes, itself, what the seeds share: every derived corpus and prepare
+output (``run_study(prepare_only=True)``), then the runs with their own ``seeds`` (a starting
+model the others continue from).
 Then one child ``crossalign compare --seeds S --no-report`` per seed, at most N at a time,
 each writing ``OUT/logs/seed-S.log``; then the parent runs the whole study again, which reuses
 every trained run and record and writes the report. A failed child stops the start of new
@@ -45,14 +46,13 @@ def run_parallel(
     study = select_runs(load_study(study_file, overrides), names)
     shared = [r.name for r in study.runs if r.seeds is not None]
     per_seed = [r.name for r in study.runs if r.seeds is None]
+    # every derived corpus and prepare output first, so that no two processes make one
+    run_study(
+        select_runs(load_study(study_file, overrides), names), report=False, prepare_only=True
+    )
     if shared:
         print(f"== shared runs first: {', '.join(shared)}")
-        shared_study = select_runs(load_study(study_file, overrides), shared)
-        run_study(shared_study, report=False)
-    elif per_seed and (study.prepare or study.derive is not None):
-        # the prepare steps and derived corpora, once, before the children share them
-        run_study(select_runs(load_study(study_file, overrides), per_seed[:1]),
-                  report=False, seeds=study.seeds[:1])  # fmt: skip
+        run_study(select_runs(load_study(study_file, overrides), shared), report=False)
     logs = Path(study.out) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     if per_seed:

@@ -143,12 +143,15 @@ def run_study(
     report: bool = True,
     dry_run: bool = False,
     seeds: Sequence[int] | None = None,
+    prepare_only: bool = False,
 ) -> StudyResult:
     """Derive, train and evaluate everything ``study`` lists (reusing what is done), then
     write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
     correlations). ``dry_run``: check the study and print what would be done, nothing more.
     ``seeds``: only the runs of these seeds, in the directories the whole study gives them
-    (e.g. one process per seed on a machine with room for several), and no report."""
+    (e.g. one process per seed on a machine with room for several), and no report.
+    ``prepare_only``: make every derived corpus and prepare output, nothing more (what
+    processes running the seeds share: ``study.parallel``)."""
     from crossalign.config import load_config
     from crossalign.data.derive.settings import DeriveSettings
     from crossalign.evals.registry import evaluations
@@ -212,7 +215,7 @@ def run_study(
     busy = set()
     for run, cfg, evals in checked:
         state = planned_state(run, cfg, reuse[run.run_dir])
-        if state in ("train", "resume") or unrecorded(run, state, evals):
+        if prepare_only or state in ("train", "resume") or unrecorded(run, state, evals):
             busy.add(repr(run.cell))
     records: dict[Path, list[ResultRecord]] = {}
     pending: list[PreparedStep] = []  # missing outputs idle cells did not make
@@ -228,6 +231,8 @@ def run_study(
                 pending.append(step)  # made with the next busy cell, which may share it
             else:
                 ensure_prepared(step, ledger)
+        if prepare_only:
+            continue
         label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
         if cfg is None:
             ensure_as_is(run)
@@ -238,7 +243,7 @@ def run_study(
             for evaluation, opts, spec_label in evals
         ]
     result = StudyResult(runs=runs, records=records, report=None)
-    if report:
+    if report and not prepare_only:
         result.report = write_study_report(study, result)
     return result
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 from accelerate import Accelerator
+from accelerate.utils import DistributedType
 from torch import nn
 
 from crossalign.config import RunConfig
@@ -103,7 +104,7 @@ class TrainState:
     defer_checks: bool = True
     """Leave the finiteness check on the device when the optimizer can skip a step itself
     (``skips_on_device``); False reads it on the host before every update, as the loop did
-    before (a device sync per step; kept for ``bench/step_sync.py`` and the tests)."""
+    before (a device sync per step; kept for ``bench/train_throughput.py`` and the tests)."""
 
     @classmethod
     def of_run(
@@ -221,9 +222,12 @@ class DivergenceWatch:
 
 def skips_on_device(optimizer: torch.optim.Optimizer) -> bool:
     """Whether ``optimizer`` (or the one an accelerate wrapper holds) skips a step on the device
-    given ``found_inf``: PyTorch's fused Adam/AdamW/SGD (``_step_supports_amp_scaling``)."""
+    given ``found_inf``: PyTorch's fused Adam/AdamW/SGD with every parameter group fused (a
+    checkpoint saved by a non-fused optimizer restores ``fused: None`` into its groups)."""
     inner = getattr(optimizer, "optimizer", optimizer)
-    return bool(getattr(inner, "_step_supports_amp_scaling", False))
+    if not getattr(inner, "_step_supports_amp_scaling", False):
+        return False
+    return all(group.get("fused") for group in getattr(inner, "param_groups", []))
 
 
 def update_groups(ts: TrainState) -> list[list[str]]:
@@ -256,7 +260,7 @@ def train_step(
     for names in groups:
         part = [{name: batches[name] for name in names} for batches in micro]
         updates.append(optimizer_update(ts, part, names, step))
-        if not updates[-1].finite:
+        if not updates[-1].deferred and not updates[-1].finite:  # no sync when deferred
             break
     trained = {name for names in groups for name in names}
     skipped = tuple(name for name in ts.objectives if name not in trained)
@@ -316,7 +320,9 @@ def optimizer_update(
     checks = accelerator.gather(checks[None].to(accelerator.device))  # [processes, 2]
     which = "" if len(names) == len(ts.objectives) else f" of {names[0]}"
     outcome = StepOutcome(step_loss, grad_norm, results, tokens, checks, step, which, check_norm)
-    deferred = ts.defer_checks and check_norm and not ts.step_per_objective
+    # DeepSpeed steps its engine inside backward, before any check could skip the update
+    deepspeed = accelerator.distributed_type == DistributedType.DEEPSPEED
+    deferred = ts.defer_checks and check_norm and not ts.step_per_objective and not deepspeed
     if deferred and skips_on_device(ts.optimizer):
         # the fused kernel leaves weights, moments and step count as they were when
         # found_inf is 1: the step does not wait for the device

@@ -94,3 +94,34 @@ def test_non_finite_step_is_not_taken(tmp_path: Path) -> None:
     assert steps and all(step == 0 for step in steps)  # nor did its moments or step count move
     after = [p.detach() for p in module.parameters()]
     assert all(torch.equal(a.nan_to_num(), b.nan_to_num()) for a, b in zip(before, after))
+
+
+def test_a_deferred_step_never_reads_its_check(tmp_path: Path, monkeypatch) -> None:
+    """The steady-state step leaves the finiteness check on the device: nothing in
+    ``train_step`` reads it (which would wait for a GPU), and an optimizer restored with
+    ``fused: None`` groups (a checkpoint of a non-fused optimizer) is checked on the host."""
+    from crossalign.training import step as step_module
+
+    cfg = load_config(None, tiny_overrides(tmp_path / "run", **{"train.steps": 1}))
+    set_seed(cfg.train.seed)
+    accelerator = Accelerator(cpu=True)
+    setup = build_setup(cfg, None, accelerator)
+    module = ObjectiveSet(setup.model, setup.objectives)
+    optimizer = build_optimizer(module, cfg)
+    ts = TrainState(accelerator, module, optimizer, None, setup.objectives, setup.weights)
+    mono, pairs = setup.data.mono["en"], setup.data.parallel["en-es"]
+    raws = {"mlm": raw_batch("mono", "en", mono, np.arange(2)),
+            "tlm": raw_batch("parallel", "en-es", pairs, np.arange(4))}  # fmt: skip
+    micro = [{n: setup.objectives[n].collate(r, torch.Generator()) for n, r in raws.items()}]
+
+    def read(self):
+        raise AssertionError("the step read its finiteness check")
+
+    with monkeypatch.context() as m:
+        m.setattr(step_module.StepOutcome, "problem", property(read))
+        outcome = train_step(ts, micro, 1)
+    assert outcome.deferred and outcome.finite
+    assert step_module.skips_on_device(optimizer)
+    for group in optimizer.param_groups:
+        group["fused"] = None
+    assert not step_module.skips_on_device(optimizer)

@@ -74,3 +74,16 @@ def test_packed_tlm_loss_and_gradients_equal_the_padded(layout, languages):
     assert results[1][0].item() == pytest.approx(results[0][0].item(), rel=1e-5)
     for (name, a), b in zip(model.named_parameters(), twin.parameters()):
         assert torch.allclose(a.grad, b.grad, atol=1e-6, rtol=1e-4), name
+
+
+def test_packed_rows_need_sdpa_attention():
+    from crossalign.errors import CrossalignError
+
+    ctx = context([])
+    obj = TranslationLM(ctx, packing=True)
+    pairs = [(np.arange(5, 9), np.arange(9, 12)), (np.arange(5, 7), np.arange(7, 9))]
+    batch = obj.collate(RawBatch(source="en-es", pairs=pairs), torch.Generator().manual_seed(0))
+    config = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, attn_implementation="eager")  # fmt: skip
+    with pytest.raises(CrossalignError, match="packed pairs need SDPA attention"):
+        obj(BertForMaskedLM(config), batch)
