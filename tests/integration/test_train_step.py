@@ -71,7 +71,8 @@ def test_train_step_loop_reproduces_train(tmp_path: Path, monkeypatch) -> None:
         assert record["loss"] == pytest.approx(float(outcome.loss), rel=1e-5)
 
 
-def test_non_finite_step_is_not_taken(tmp_path: Path) -> None:
+def one_step(tmp_path: Path):
+    """A tiny run's step state and one micro-batch of MLM + TLM."""
     cfg = load_config(None, tiny_overrides(tmp_path / "run", **{"train.steps": 1}))
     set_seed(cfg.train.seed)
     accelerator = Accelerator(cpu=True)
@@ -79,13 +80,19 @@ def test_non_finite_step_is_not_taken(tmp_path: Path) -> None:
     module = ObjectiveSet(setup.model, setup.objectives)
     optimizer = build_optimizer(module, cfg)
     ts = TrainState(accelerator, module, optimizer, None, setup.objectives, setup.weights)
-    with torch.no_grad():
-        setup.model.get_input_embeddings().weight[5:] = float("nan")
-    before = [p.detach().clone() for p in module.parameters()]
     mono, pairs = setup.data.mono["en"], setup.data.parallel["en-es"]
     raws = {"mlm": raw_batch("mono", "en", mono, np.arange(2)),
             "tlm": raw_batch("parallel", "en-es", pairs, np.arange(4))}  # fmt: skip
     micro = [{n: setup.objectives[n].collate(r, torch.Generator()) for n, r in raws.items()}]
+    return ts, setup, micro
+
+
+def test_non_finite_step_is_not_taken(tmp_path: Path) -> None:
+    ts, setup, micro = one_step(tmp_path)
+    module, optimizer = ts.module, ts.optimizer
+    with torch.no_grad():
+        setup.model.get_input_embeddings().weight[5:] = float("nan")
+    before = [p.detach().clone() for p in module.parameters()]
     outcome = train_step(ts, micro, 1)
     assert outcome.deferred and not bool(outcome.ok)  # the fused AdamW skipped it itself
     assert not outcome.finite
@@ -102,17 +109,8 @@ def test_a_deferred_step_never_reads_its_check(tmp_path: Path, monkeypatch) -> N
     ``fused: None`` groups (a checkpoint of a non-fused optimizer) is checked on the host."""
     from crossalign.training import step as step_module
 
-    cfg = load_config(None, tiny_overrides(tmp_path / "run", **{"train.steps": 1}))
-    set_seed(cfg.train.seed)
-    accelerator = Accelerator(cpu=True)
-    setup = build_setup(cfg, None, accelerator)
-    module = ObjectiveSet(setup.model, setup.objectives)
-    optimizer = build_optimizer(module, cfg)
-    ts = TrainState(accelerator, module, optimizer, None, setup.objectives, setup.weights)
-    mono, pairs = setup.data.mono["en"], setup.data.parallel["en-es"]
-    raws = {"mlm": raw_batch("mono", "en", mono, np.arange(2)),
-            "tlm": raw_batch("parallel", "en-es", pairs, np.arange(4))}  # fmt: skip
-    micro = [{n: setup.objectives[n].collate(r, torch.Generator()) for n, r in raws.items()}]
+    ts, _, micro = one_step(tmp_path)
+    optimizer = ts.optimizer
 
     def read(self):
         raise AssertionError("the step read its finiteness check")
