@@ -47,9 +47,7 @@ def run_parallel(
     shared = [r.name for r in study.runs if r.seeds is not None]
     per_seed = [r.name for r in study.runs if r.seeds is None]
     # every derived corpus and prepare output first, so that no two processes make one
-    run_study(
-        select_runs(load_study(study_file, overrides), names), report=False, prepare_only=True
-    )
+    run_study(study, report=False, prepare_only=True)
     if shared:
         print(f"== shared runs first: {', '.join(shared)}")
         run_study(select_runs(load_study(study_file, overrides), shared), report=False)
@@ -57,8 +55,7 @@ def run_parallel(
     logs.mkdir(parents=True, exist_ok=True)
     if per_seed:
         _run_children(study_file, overrides, per_seed, study.seeds, jobs, logs)
-    result = run_study(select_runs(load_study(study_file, overrides), names), report=report)
-    return result.report
+    return run_study(study, report=report).report
 
 
 def _run_children(
