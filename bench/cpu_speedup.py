@@ -1,15 +1,16 @@
 """The quickstart configuration on the CPU, today's code against an earlier commit, side by side.
 
-Both trees train ``configs/quickstart.yaml`` (MLM + TLM on the Bible, 4 x 256) for ``--steps``
-steps from the same seed, one after the other and alternating over ``--repeats``; the rate
+Each tree trains its own ``configs/quickstart.yaml`` (MLM + TLM on the Bible, 4 x 256; today's
+packs the TLM pairs) for ``--steps`` steps from the same seed, one after the other and
+alternating over ``--repeats``; the rate
 of each is the harmonic mean of its ``metrics.jsonl`` tokens/s windows after ``--warmup``
 steps (set-up, tokenizer training and the final save fall outside), and the loss curves are
 compared line by line. The earlier commit is checked out into a temporary git worktree and
 run with ``PYTHONPATH`` pointing at it. ``--new`` adds overrides for today's code only (e.g.
-``objectives.1.packing=true``). Run it alone on the machine.
+``train.precision=bf16``). Run it alone on the machine.
 
     python bench/cpu_speedup.py --baseline REV [--steps 120] [--warmup 40] [--repeats 2] \\
-        [--new objectives.1.packing=true ...]
+        [--new train.precision=bf16 ...]
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def train(tree: Path, run_dir: Path, args: argparse.Namespace, extra: list[str])
         *extra,
     ]
     env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "crossalign", "train", "-c", "configs/quickstart.yaml"]
+    config = tree / "configs" / "quickstart.yaml"  # each tree's own quickstart
+    cmd = [sys.executable, "-m", "crossalign", "train", "-c", str(config)]
     subprocess.run([*cmd, *overrides], cwd=ROOT, env=env, check=True, capture_output=True)
     lines = (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
     return [r for r in map(json.loads, lines) if "loss" in r]

@@ -15,9 +15,10 @@ and read on the host before every update (``TrainState.defer_checks=False``, the
 deferral: one device sync per step), alternating, from the same initial weights; the losses of
 the two must be equal. On a CPU there is no asynchronous device, so the ratio shows the check's
 own cost only; the difference shows on a GPU. A third table gives the share of padding
-positions in each objective's batches, TLM with its pairs padded and packed.
+positions in each objective's batches, TLM and DWA with their pairs padded and packed.
 
-    python bench/train_throughput.py [--corpus data/bible] [--steps 20] [--repeats 3]
+    python bench/train_throughput.py [--corpus data/bible] [--steps 20] [--repeats 3] \
+        [--tables throughput sync padding]
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ def crossalign_run(cfg_overrides: list[str]) -> tuple[float, float]:
     return wall1 - wall0, cpu1 - cpu0
 
 
+TABLES = ("throughput", "sync", "padding")
+
+
 def batches_for(cfg_overrides: list[str]):
     """Set-up and the pre-collated batches crossalign's loop would draw, step by step."""
     cfg = load_config(None, cfg_overrides)
@@ -150,12 +154,14 @@ def bare_run(cfg_overrides: list[str]) -> tuple[float, float, int]:
 
 def padding_table(args: argparse.Namespace, tmp: Path) -> None:
     """Share of padding positions (and rows per step) in the batches each objective collates,
-    with TLM's pairs padded and packed (``packing: true``)."""
+    with TLM's and DWA's pairs padded and packed (``packing: true``)."""
     print(f"\n{'objective':<18} {'padding':>8} {'rows/step':>9}")
     for label, objectives in (
         ("mlm", "[{name: mlm}]"),
         ("tlm (padded)", "[{name: tlm}]"),
         ("tlm (packed)", "[{name: tlm, packing: true}]"),
+        ("dwa (padded)", "[{name: dwa, layer: 1, allow_cold_start: true}]"),
+        ("dwa (packed)", "[{name: dwa, layer: 1, allow_cold_start: true, packing: true}]"),
     ):
         run = overrides(args, objectives, tmp / "pad", tmp / "tokenizer", args.steps)
         _, _, steps = batches_for(run)
@@ -211,6 +217,8 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads for both loops")
+    parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES,
+                        help="which tables to print (default: all)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     settings = {"MLM": "[{name: mlm}]", "MLM+TLM": "[{name: mlm}, {name: tlm}]"}
@@ -228,38 +236,48 @@ def main() -> None:
             f"preset {args.preset}, batch {args.batch_size} x {args.max_length} tokens, "
             f"steps {args.steps}..{2 * args.steps}, {args.threads} thread(s)"
         )
-        print(
-            f"{'setting':<8} {'run':>3} {'xa tok/s':>9} {'bare tok/s':>10} {'wall ratio':>10} "
-            f"{'xa tok/cpu-s':>12} {'bare tok/cpu-s':>14} {'cpu ratio':>9}"
-        )
-        for label, objectives in settings.items():
-            wall_ratios, cpu_ratios = [], []
-            for r in range(args.repeats):
-                runs = {}
-                for steps in (args.steps, 2 * args.steps):
-                    xa_dir = tmp / f"{label}-{r}-{steps}"
-                    runs["xa", steps] = crossalign_run(
-                        overrides(args, objectives, xa_dir, tmp / "tokenizer", steps)
-                    )
-                    runs["bare", steps] = bare_run(
-                        overrides(args, objectives, tmp / "bare", tmp / "tokenizer", steps)
-                    )
-                n, n2 = args.steps, 2 * args.steps
-                tokens = runs["bare", n2][2] - runs["bare", n][2]
-                xa = [runs["xa", n2][k] - runs["xa", n][k] for k in (0, 1)]
-                bare = [runs["bare", n2][k] - runs["bare", n][k] for k in (0, 1)]
-                wall_ratios.append(bare[0] / xa[0])
-                cpu_ratios.append(bare[1] / xa[1])
-                print(
-                    f"{label:<8} {r:>3} {tokens / xa[0]:>9.0f} {tokens / bare[0]:>10.0f} "
-                    f"{wall_ratios[-1]:>10.3f} {tokens / xa[1]:>12.0f} {tokens / bare[1]:>14.0f} "
-                    f"{cpu_ratios[-1]:>9.3f}"
-                )
-            wall, cpu = statistics.median(wall_ratios), statistics.median(cpu_ratios)
-            print(f"{label:<8} median crossalign/bare throughput: wall {wall:.3f}, CPU {cpu:.3f}")
+        if "throughput" in args.tables:
+            throughput_table(args, settings, tmp)
         mixed = settings["MLM+TLM"]
-        check_sync_table(args, overrides(args, mixed, tmp / "sync", tmp / "tokenizer", args.steps))
-        padding_table(args, tmp)
+        if "sync" in args.tables:
+            sync_runs = overrides(args, mixed, tmp / "sync", tmp / "tokenizer", args.steps)
+            check_sync_table(args, sync_runs)
+        if "padding" in args.tables:
+            padding_table(args, tmp)
+
+
+def throughput_table(args: argparse.Namespace, settings: dict[str, str], tmp: Path) -> None:
+    """crossalign's loop vs the bare loop, per setting: tokens/s by wall and CPU time of the
+    N..2N steps, alternating over ``args.repeats``, and the median ratios."""
+    print(
+        f"{'setting':<8} {'run':>3} {'xa tok/s':>9} {'bare tok/s':>10} {'wall ratio':>10} "
+        f"{'xa tok/cpu-s':>12} {'bare tok/cpu-s':>14} {'cpu ratio':>9}"
+    )
+    for label, objectives in settings.items():
+        wall_ratios, cpu_ratios = [], []
+        for r in range(args.repeats):
+            runs = {}
+            for steps in (args.steps, 2 * args.steps):
+                xa_dir = tmp / f"{label}-{r}-{steps}"
+                runs["xa", steps] = crossalign_run(
+                    overrides(args, objectives, xa_dir, tmp / "tokenizer", steps)
+                )
+                runs["bare", steps] = bare_run(
+                    overrides(args, objectives, tmp / "bare", tmp / "tokenizer", steps)
+                )
+            n, n2 = args.steps, 2 * args.steps
+            tokens = runs["bare", n2][2] - runs["bare", n][2]
+            xa = [runs["xa", n2][k] - runs["xa", n][k] for k in (0, 1)]
+            bare = [runs["bare", n2][k] - runs["bare", n][k] for k in (0, 1)]
+            wall_ratios.append(bare[0] / xa[0])
+            cpu_ratios.append(bare[1] / xa[1])
+            print(
+                f"{label:<8} {r:>3} {tokens / xa[0]:>9.0f} {tokens / bare[0]:>10.0f} "
+                f"{wall_ratios[-1]:>10.3f} {tokens / xa[1]:>12.0f} {tokens / bare[1]:>14.0f} "
+                f"{cpu_ratios[-1]:>9.3f}"
+            )
+        wall, cpu = statistics.median(wall_ratios), statistics.median(cpu_ratios)
+        print(f"{label:<8} median crossalign/bare throughput: wall {wall:.3f}, CPU {cpu:.3f}")
 
 
 if __name__ == "__main__":

@@ -257,7 +257,8 @@ class TrainConfig:
     head) and/or glob patterns over parameter names (``bert.encoder.layer.0.*``). With tied
     input and output embeddings, freezing the embeddings freezes the output projection too."""
     precision: str = "auto"
-    """auto (bf16 on a GPU that supports it, fp16 on other GPUs, fp32 on CPU), no, bf16, fp16."""
+    """auto (bf16 on a GPU that supports it and on a CPU with bf16 instructions, AVX512-BF16 or
+    AMX; fp16 on other GPUs; fp32 on other CPUs), no (fp32), bf16, fp16."""
     seed: int = 0
     """Seeds model init, masking and data order: in [0, 2**32 - 1] (NumPy's seed range)."""
     log_every: int = 10

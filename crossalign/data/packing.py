@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from crossalign.data.masking import IGNORE_INDEX
+
 BLOCK_MASK = "block_mask"
 """Batch key of the packed rows' attention: bool [B, L, L], True where a token may attend."""
 
@@ -29,14 +31,27 @@ def first_fit(lengths: list[int], capacity: int) -> list[list[int]]:
     return [sorted(b) for b in bins]
 
 
+ORIGIN_ROW = "origin_row"
+"""Batch key of packed rows (with ``origin``): long [R, L], the padded row each token came
+from (-1 on padding)."""
+ORIGIN_POSITION = "origin_position"
+"""Batch key of packed rows (with ``origin``): long [R, L], the token's position in its padded
+row (-1 on padding)."""
+ORIGIN_LENGTHS = "origin_lengths"
+"""Batch key of packed rows (with ``origin``): long [B], the real tokens of each padded row
+(its shape gives B without reading the device)."""
+
+
 def pack_rows(
-    batch: dict[str, torch.Tensor], capacity: int, pads: dict[str, int]
+    batch: dict[str, torch.Tensor], capacity: int, pads: dict[str, int], origin: bool = False
 ) -> dict[str, torch.Tensor]:
     """The [B, L] tensors of ``batch`` with real tokens where ``attention_mask`` is 1 (a
     prefix of each row) packed into [R, L'] rows of at most ``capacity`` tokens (L' the
     longest packed row), plus ``BLOCK_MASK`` [R, L', L']. ``attention_mask`` stays [R, L']
     (1 on real tokens); a key's padding value is ``pads[key]`` (default 0). Keys derived from
-    positions (``masked_index``) must be computed after packing."""
+    positions (``masked_index``) must be computed after packing. With ``origin``, also
+    ``ORIGIN_ROW``, ``ORIGIN_POSITION`` and ``ORIGIN_LENGTHS``, which ``unpack`` and
+    ``repack_positions`` read."""
     lengths = batch["attention_mask"].sum(1).tolist()
     bins = first_fit(lengths, capacity)
     width = max(sum(lengths[i] for i in b) for b in bins)
@@ -45,6 +60,8 @@ def pack_rows(
         for key, value in batch.items()
     }
     block = torch.zeros((len(bins), width, width), dtype=torch.bool)
+    row_of = torch.full((len(bins), width), -1, dtype=torch.long)
+    position_of = torch.full((len(bins), width), -1, dtype=torch.long)
     for r, rows in enumerate(bins):
         start = 0
         for i in rows:
@@ -52,9 +69,47 @@ def pack_rows(
             for key, value in batch.items():
                 out[key][r, start : start + n] = value[i, :n]
             block[r, start : start + n, start : start + n] = True
+            row_of[r, start : start + n] = i
+            position_of[r, start : start + n] = torch.arange(n)
             start += n
     out[BLOCK_MASK] = block
+    if origin:
+        out[ORIGIN_ROW], out[ORIGIN_POSITION] = row_of, position_of
+        out[ORIGIN_LENGTHS] = torch.tensor(lengths, dtype=torch.long)
     return out
+
+
+def _flat_origin(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int, int]:
+    """Each packed token's flat index b·L' + t in the padded [B, L'] layout (B·L' on padding,
+    a slot that is dropped), with B and L' (L' the packed width, at least every row's length)."""
+    row, pos = batch[ORIGIN_ROW], batch[ORIGIN_POSITION]
+    n_rows, width = batch[ORIGIN_LENGTHS].shape[0], row.shape[1]
+    flat = torch.where(row >= 0, row * width + pos, n_rows * width)
+    return flat, n_rows, width
+
+
+def unpack(
+    values: torch.Tensor, batch: dict[str, torch.Tensor], fill: float | bool = 0
+) -> torch.Tensor:
+    """Packed values [R, L', ...] of a batch packed with ``origin`` back in the padded layout
+    [B, L', ...] (each row's tokens at their own positions, ``fill`` elsewhere). Runs on the
+    values' device without reading it."""
+    flat, n_rows, width = _flat_origin(batch)
+    rest = values.shape[2:]
+    out = values.new_full((n_rows * width + 1, *rest), fill)
+    out[flat.flatten()] = values.flatten(0, 1)
+    return out[:-1].view(n_rows, width, *rest)
+
+
+def repack_positions(positions: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Per-token positions in the padded layout, [B, L'] long (a position within the same
+    padded row, or negative for none), as positions within the packed rows, [R, L']
+    (``IGNORE_INDEX`` for none and on padding)."""
+    flat, _, _ = _flat_origin(batch)
+    padded = torch.cat([positions.flatten(), positions.new_full((1,), -1)])
+    at = padded[flat]
+    start = torch.arange(flat.shape[1], device=at.device) - batch[ORIGIN_POSITION]
+    return torch.where(at >= 0, at + start, IGNORE_INDEX)
 
 
 def padding_fraction(batch: dict[str, torch.Tensor]) -> float:

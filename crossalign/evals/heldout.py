@@ -36,10 +36,14 @@ def heldout_loss(
     ``valid_mono`` (``valid/mlm_*``) and TLM on ``valid_parallel`` (``valid/tlm_*``); for an
     encoder-decoder MASS on the held-out sentences (``valid/mass_*``) and translation of the
     held-out pairs (``valid/mt_*``); with fixed masking. Every process runs the same number of
-    forward passes (short shards get a dummy batch that predicts nothing)."""
+    forward passes (short shards get a dummy batch that predicts nothing). They run without
+    the training's autocast, so the figures are the fp32 ones ``eval perplexity --source
+    compute`` gives, whatever ``train.precision`` is."""
     was_training = module.training
     module.eval()
     inner: ObjectiveSet = accelerator.unwrap_model(module)
+    # the class's forward: accelerate's autocast wraps the instance's (mixed precision)
+    forward = type(inner).forward
     w, r = accelerator.num_processes, accelerator.process_index
     totals: dict[str, torch.Tensor] = {}
     sets = inner.heldout_sets(data)
@@ -58,9 +62,8 @@ def heldout_loss(
                     if not real:
                         batch["labels"].fill_(IGNORE_INDEX)
                         add_masked_index(batch)
-                    loss, ntok, _ = module({name: _to(batch, accelerator.device)}, heldout=True)[
-                        name
-                    ]
+                    batches = {name: _to(batch, accelerator.device)}
+                    loss, ntok, _ = forward(inner, batches, heldout=True)[name]
                     loss_sum += loss.float() * ntok
                     count += ntok
             if sources:

@@ -441,7 +441,10 @@ class SemanticSwitching(CodeSwitching):
         mixed = rows[ids.numel() :].view(*chosen.shape, rows.shape[-1])
         y_hat = torch.einsum("nk,nkh->nh", weights.to(mixed.dtype), mixed)
         kwargs = {
-            "inputs_embeds": embeds.index_put(switch.nonzero(as_tuple=True), y_hat),
+            # einsum runs in bf16/fp16 under autocast; the embeddings stay in their own dtype
+            "inputs_embeds": embeds.index_put(
+                switch.nonzero(as_tuple=True), y_hat.to(embeds.dtype)
+            ),
             "attention_mask": batch["attention_mask"],
             "position_ids": batch["position_ids"],
         }

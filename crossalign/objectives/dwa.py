@@ -28,9 +28,16 @@ from crossalign.align.similarity import dot_scores
 from crossalign.align.sinkhorn import transport_plans
 from crossalign.config import RunConfig
 from crossalign.data.masking import IGNORE_INDEX
+from crossalign.data.packing import ORIGIN_ROW, repack_positions, unpack
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
-from crossalign.objectives.mlm import masked_lm_logits, masked_lm_loss
+from crossalign.objectives.mlm import (
+    add_masked_index,
+    encode,
+    encoder_inputs,
+    masked_lm_logits,
+    masked_lm_loss,
+)
 from crossalign.objectives.options import (
     DWA_REDUCTIONS,
     POINTER_LABELS,
@@ -114,12 +121,14 @@ def pointer_loss(
     segment_ids: torch.Tensor,
     pointable: torch.Tensor,
     reduction: str = "pooled",
+    pair_ids: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Cross-entropy of the pointer network (Eq. 10-11, 15), computed in fp32.
 
     For each row i with a label, a_ij = softmax_j(q_iᵀk_j / √d) over the positions j of the
     *other* segment that are ``pointable`` (real, non-special tokens); same-segment and
-    padding positions get probability 0. ``reduction``: ``pooled`` (the sum over every
+    padding positions get probability 0 (and, with ``pair_ids`` [B, L] for rows that pack
+    several pairs, the positions of other pairs). ``reduction``: ``pooled`` (the sum over every
     labelled row of the batch, as the authors' criterion sums it; the objective then divides
     it, with TLM's summed loss, by the rows and TLM tokens together), ``sum`` (Eq. 15: the sum
     over the labelled masked positions P of each pair, averaged over the B pairs of the batch)
@@ -138,6 +147,8 @@ def pointer_loss(
     all_scores = torch.bmm(query.float(), key.float().transpose(1, 2))  # [B, L, L]
     scores = all_scores[b_idx, i_idx] / math.sqrt(query.shape[-1])  # [N, L]
     other = segment_ids[b_idx] == (1 - segment_ids[b_idx, i_idx])[:, None]  # [N, L]
+    if pair_ids is not None:
+        other &= pair_ids[b_idx] == pair_ids[b_idx, i_idx][:, None]
     scores = scores.masked_fill(~(other & pointable[b_idx]), float("-inf"))
     total = F.cross_entropy(scores, labels[b_idx, i_idx], reduction="sum")
     if reduction == "mean":
@@ -196,20 +207,25 @@ class DenoisingWordAlignment(TranslationLM):
         self.key = nn.Linear(hidden, hidden)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """TLM's batch in ``layout`` plus ``original_ids`` (the unmasked pair, for
-        self-labelling) and ``pointable`` (real, non-special tokens, [B, L] bool)."""
-        batch = super().collate(raw, generator)
+        """TLM's padded rows in ``layout`` (``pair_batch``) plus ``original_ids`` (the
+        unmasked pair, for self-labelling) and ``pointable`` (real, non-special tokens, [B, L]
+        bool); with ``packing``, packed with where each token came from (``pack``), which
+        ``label`` reads."""
+        batch = self.pair_batch(raw, generator)
         labels = batch["labels"]
         batch["original_ids"] = torch.where(labels != IGNORE_INDEX, labels, batch["input_ids"])
         special = torch.isin(batch["original_ids"], torch.tensor(self.ctx.special_ids))
         batch["pointable"] = ~special & (batch["segment_ids"] >= 0)
-        return batch
+        if self.options.packing:
+            batch = self.pack(batch, origin=True, original_ids=self.ctx.pad_id)
+        return add_masked_index(batch)
 
     def label(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> dict:
         """Self-label the unmasked pair (no grad, eval mode) and add ``pointer_labels`` [B, L]:
         the aligned position of every masked token that has a self-label, IGNORE_INDEX
-        elsewhere."""
-        kwargs = _encoder_inputs(batch)
+        elsewhere. Packed rows are labelled pair by pair: their states are laid out as padded
+        rows (``unpack``), and the pointers moved back to packed positions."""
+        kwargs = encoder_inputs(model, batch)
         was_training = model.training
         model.eval()
         with torch.no_grad():
@@ -218,12 +234,18 @@ class DenoisingWordAlignment(TranslationLM):
             ).hidden_states[self.layer]
         model.train(was_training)
         seg, pointable = batch["segment_ids"], batch["pointable"]
+        packed = ORIGIN_ROW in batch
+        if packed:
+            states, seg = unpack(states, batch), unpack(seg, batch, -1)
+            pointable = unpack(pointable, batch, False)
         src, tgt = pointable & (seg == 0), pointable & (seg == 1)
         links, plan = self_label_links(
             states, src, tgt, self.sinkhorn_iters, self.filter_iters, self.alpha, self.mu,
             self.sinkhorn_order, self.ot_filter,
         )  # fmt: skip
         pointers = links_to_pointers(links, plan, src, tgt, self.pointer_label)
+        if packed:
+            pointers = repack_positions(pointers, batch)
         masked = batch["labels"] != IGNORE_INDEX
         return {**batch, "pointer_labels": torch.where(masked, pointers, IGNORE_INDEX)}
 
@@ -242,8 +264,7 @@ class DenoisingWordAlignment(TranslationLM):
         query/key states (a batch that has not been through ``label`` is labelled first)."""
         if "pointer_labels" not in batch:
             batch = self.label(model, batch)
-        hidden = model.base_model(input_ids=batch["input_ids"], **_encoder_inputs(batch))
-        hidden = hidden.last_hidden_state
+        hidden = encode(model, batch)
         masked = batch["labels"] != IGNORE_INDEX
         return {
             "logits": masked_lm_logits(model, hidden, masked),
@@ -269,6 +290,7 @@ class DenoisingWordAlignment(TranslationLM):
             batch["segment_ids"],
             outputs["pointable"],
             self.reduction,
+            batch.get(ORIGIN_ROW),
         )
         metrics = {
             "lm_loss": tlm.detach(),
@@ -281,11 +303,3 @@ class DenoisingWordAlignment(TranslationLM):
             return (self.tlm_weight * tlm * n + dwa) / total.clamp(min=1), total, metrics
         metrics["dwa_loss"] = dwa.detach()
         return self.tlm_weight * tlm + dwa, n, metrics
-
-
-def _encoder_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The encoder's keyword inputs of a collated pair batch, other than its ids."""
-    kwargs = {"attention_mask": batch["attention_mask"], "position_ids": batch["position_ids"]}
-    if "token_type_ids" in batch:
-        kwargs["token_type_ids"] = batch["token_type_ids"]
-    return kwargs

@@ -42,6 +42,14 @@ def add_masked_index(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def encode(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Final hidden states [B, L, H] of the encoder for a collated batch (packed rows attend
     within their blocks: ``BLOCK_MASK``)."""
+    hidden = model.base_model(input_ids=batch["input_ids"], **encoder_inputs(model, batch))
+    return hidden.last_hidden_state
+
+
+def encoder_inputs(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> dict:
+    """The encoder's keyword inputs of a collated batch other than ``input_ids``: the
+    attention mask (``BLOCK_MASK`` [B, 1, L, L] for packed rows, which need SDPA attention),
+    ``position_ids`` and, when present, ``token_type_ids``."""
     mask = batch["attention_mask"]
     if BLOCK_MASK in batch:
         if getattr(model.config, "_attn_implementation", None) != "sdpa":
@@ -51,14 +59,10 @@ def encode(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tens
                 f": set packing: false, or load the model with attn_implementation='sdpa'"
             )
         mask = batch[BLOCK_MASK][:, None]
-    kwargs = {
-        "input_ids": batch["input_ids"],
-        "attention_mask": mask,
-        "position_ids": batch["position_ids"],
-    }
+    kwargs = {"attention_mask": mask, "position_ids": batch["position_ids"]}
     if "token_type_ids" in batch:
         kwargs["token_type_ids"] = batch["token_type_ids"]
-    return model.base_model(**kwargs).last_hidden_state
+    return kwargs
 
 
 def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

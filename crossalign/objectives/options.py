@@ -84,16 +84,20 @@ class MLMOptions(ObjectiveOptions):
 
 
 @dataclass
-class TLMOptions(MLMOptions):
+class _PackingField(ObjectiveOptions):
+    packing: bool = False
+    """Pack several pairs into each row of ``data.max_length`` tokens (block-diagonal
+    attention, positions kept), so no position is padding; the same pairs, masks, loss and
+    gradients as the padded rows (tested), in fewer rows."""
+
+
+@dataclass
+class TLMOptions(MLMOptions, _PackingField):
     """``tlm``: MLM's masking of both sides of a pair."""
 
     layout: str = "tlm"
     """Layout of the pair: tlm (XLM's, positions restarting at the target) or concat ([cls]
     src [sep] tgt [sep], continuous positions; XLM-Align's data)."""
-    packing: bool = False
-    """Pack several pairs into each row of ``data.max_length`` tokens (block-diagonal
-    attention, positions kept), so no position is padding; the same pairs, masks, loss and
-    gradients as the padded rows (tested), in fewer rows."""
 
     def __post_init__(self) -> None:
         check_choice("layout", self.layout, PAIR_LAYOUTS)
@@ -189,7 +193,7 @@ class _DWAFields(ObjectiveOptions):
 
 
 @dataclass
-class DWAOptions(MLMOptions, _DWAFields):
+class DWAOptions(MLMOptions, _DWAFields, _PackingField):
     """``dwa`` (defaults: the authors' pre-training task): TLM's options and the
     self-labelled alignments' pointer loss."""
 

@@ -30,11 +30,27 @@ class TranslationLM(MaskedLM):
         self.layout = self.options.layout
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """``pair_batch``'s rows, packed with ``packing`` (``pack``), and their masked
+        positions (``add_masked_index``)."""
+        batch = self.pair_batch(raw, generator)
+        if self.options.packing:
+            batch = self.pack(batch)
+        return add_masked_index(batch)
+
+    def pack(
+        self, batch: dict[str, torch.Tensor], origin: bool = False, **pads: int
+    ) -> dict[str, torch.Tensor]:
+        """``pair_batch``'s rows packed several to a row of ``max_length`` tokens
+        (``pack_rows``: ``block_mask`` [R, L, L], and with ``origin`` where each token came
+        from); ``pads``: the padding values of keys other than TLM's."""
+        pads = {"input_ids": self.ctx.pad_id, "segment_ids": -1, "labels": IGNORE_INDEX, **pads}
+        return pack_rows(batch, self.ctx.max_length, pads, origin)
+
+    def pair_batch(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Pairs → rows of ``layout`` (``[cls] src [sep] [cls] tgt [sep]`` with position_ids
         restarting at the target for TLM) padded to the longest, with token_type_ids =
         language per side, segment_ids (0 source, 1 target, -1 padding), and 80/10/10 masking
-        of both sides. All [B, L]. With ``packing``, several pairs per row (``pack_rows``),
-        with ``block_mask`` [B, L, L]."""
+        of both sides. All [B, L]."""
         ctx = self.ctx
         src_lang, tgt_lang = raw.source.split("-", 1)
         rows, positions, segments = [], [], []
@@ -67,7 +83,4 @@ class TranslationLM(MaskedLM):
             batch["token_type_ids"] = torch.where(
                 seg == 1, ctx.language_id(tgt_lang), ctx.language_id(src_lang)
             )
-        if getattr(self.options, "packing", False):  # DWA's options have no packing (yet)
-            pads = {"input_ids": ctx.pad_id, "segment_ids": -1, "labels": IGNORE_INDEX}
-            batch = pack_rows(batch, ctx.max_length, pads)
-        return add_masked_index(batch)
+        return batch

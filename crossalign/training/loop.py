@@ -69,6 +69,7 @@ from crossalign.training.setup import (
     freeze_parameters,
     mixed_precision,
     objective_samplers,
+    reset_precision_state,
     run_is_seq2seq,
     step_batch_sizes,
     tracking_options,
@@ -122,9 +123,11 @@ def train(
     model card) under ``cfg.run_dir``; ``train.log_with`` trackers get every log record too.
     """
     check_trackers_installed(cfg.train.log_with)
+    precision = mixed_precision(cfg.train.precision)
+    reset_precision_state(precision)
     # With no GPU, train on the CPU (gloo) also when launched as several processes.
     accelerator = Accelerator(
-        mixed_precision=mixed_precision(cfg.train.precision),
+        mixed_precision=precision,
         cpu=not torch.cuda.is_available(),
         **tracking_options(cfg),
     )

@@ -5,6 +5,7 @@ batch sizes, the samplers and the accelerate options."""
 from __future__ import annotations
 
 import fnmatch
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,14 +194,41 @@ def build_setup(
     return Setup(tokenizer, model, objectives, schedules, data, data_fingerprint(store, streamed))
 
 
+def cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX), so that bf16 autocast
+    speeds training up; elsewhere bf16 is emulated and slower than fp32."""
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
 def mixed_precision(requested: str) -> str:
     """accelerate's mixed_precision for ``train.precision``: auto → bf16 on GPUs that
-    support it, fp16 on other GPUs, none on CPU."""
+    support it and on CPUs that multiply bf16 natively (``cpu_has_bf16``), fp16 on other GPUs,
+    none on other CPUs (an explicit bf16 on such a CPU gets a one-line warning: it runs,
+    slower than fp32)."""
+    if requested == "bf16" and not torch.cuda.is_available() and not cpu_has_bf16():
+        print(
+            "warning: train.precision=bf16 on a CPU without bf16 instructions (AVX512-BF16 or "
+            "AMX) is emulated and slower than fp32; set train.precision=auto (fp32 here)",
+            file=sys.stderr,
+        )
     if requested != "auto":
         return requested
     if not torch.cuda.is_available():
-        return "no"
+        return "bf16" if cpu_has_bf16() else "no"
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def reset_precision_state(precision: str) -> None:
+    """Let a run use another mixed precision than an earlier run of the same process
+    (``crossalign compare``, the Python API): accelerate keeps one ``AcceleratorState`` per
+    process and refuses a second ``Accelerator`` with another precision, so that state is
+    reset (its process group, ``PartialState``, is kept)."""
+    from accelerate.state import AcceleratorState
+
+    earlier = AcceleratorState._shared_state.get("_mixed_precision")
+    if earlier is not None and earlier != precision:
+        AcceleratorState._reset_state()
 
 
 FREEZE_ENCODER = "encoder"

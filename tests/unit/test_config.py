@@ -41,3 +41,19 @@ def test_bad_yaml_names_file(tmp_path):
         load_config(path)
     with pytest.raises(CrossalignError, match="does not exist"):
         load_config(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_cpu_precision_auto_and_bf16_warning(monkeypatch, capsys, native):
+    """auto is bf16 on a CPU with bf16 instructions; an explicit bf16 without them is warned."""
+    import torch
+
+    from crossalign.training import setup
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(setup, "cpu_has_bf16", lambda: native)
+    assert setup.mixed_precision("bf16") == "bf16"
+    assert setup.mixed_precision("no") == "no"
+    assert setup.mixed_precision("auto") == ("bf16" if native else "no")
+    warned = "train.precision=bf16 on a CPU without bf16 instructions" in capsys.readouterr().err
+    assert warned is not native

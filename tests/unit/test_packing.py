@@ -1,4 +1,5 @@
-"""Packed TLM rows: the same pairs, masks, loss and gradients as the padded rows."""
+"""Packed TLM and DWA rows: the same pairs, masks, self-labels, loss and gradients as the padded
+rows."""
 
 from __future__ import annotations
 
@@ -9,8 +10,17 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from crossalign.data.packing import BLOCK_MASK, first_fit, pack_rows, padding_fraction
+from crossalign.data.masking import IGNORE_INDEX
+from crossalign.data.packing import (
+    BLOCK_MASK,
+    first_fit,
+    pack_rows,
+    padding_fraction,
+    repack_positions,
+    unpack,
+)
 from crossalign.objectives.base import RawBatch, TokenContext
+from crossalign.objectives.dwa import DenoisingWordAlignment
 from crossalign.objectives.tlm import TranslationLM
 
 
@@ -44,6 +54,15 @@ def context(languages: list[str]) -> TokenContext:
                         position_offset=0)  # fmt: skip
 
 
+def tiny_bert(vocab: int = 60) -> BertForMaskedLM:
+    """A 2-layer BERT without dropout (seeded)."""
+    config = BertConfig(vocab_size=vocab, hidden_size=16, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=32, type_vocab_size=2,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
+    torch.manual_seed(0)
+    return BertForMaskedLM(config)
+
+
 @pytest.mark.parametrize("layout", ["tlm", "concat"])
 @pytest.mark.parametrize("languages", [[], ["en", "es"]])
 def test_packed_tlm_loss_and_gradients_equal_the_padded(layout, languages):
@@ -59,11 +78,7 @@ def test_packed_tlm_loss_and_gradients_equal_the_padded(layout, languages):
     assert packed["input_ids"].shape[0] < padded["input_ids"].shape[0]
     assert padding_fraction(packed) < padding_fraction(padded)
     assert sorted(packed["masked_labels"].tolist()) == sorted(padded["masked_labels"].tolist())
-    config = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, type_vocab_size=2, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)  # fmt: skip
-    torch.manual_seed(0)
-    model = BertForMaskedLM(config)
+    model = tiny_bert()
     twin = copy.deepcopy(model)
     results = []
     for m, obj, batch in ((model, padded_obj, padded), (twin, packed_obj, packed)):
@@ -87,3 +102,63 @@ def test_packed_rows_need_sdpa_attention():
                         intermediate_size=32, attn_implementation="eager")  # fmt: skip
     with pytest.raises(CrossalignError, match="packed pairs need SDPA attention"):
         obj(BertForMaskedLM(config), batch)
+
+
+def test_unpack_and_repack_positions_invert_the_packing():
+    batch = {
+        "input_ids": torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0], [6, 7, 8, 9]]),
+        "attention_mask": torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]),
+    }
+    packed = pack_rows(batch, capacity=5, pads={}, origin=True)
+    # packed rows [[6 7 8 9 .], [1 2 3 4 5]]: every token back at its own row and position
+    values = packed["input_ids"][..., None].float().expand(-1, -1, 2)
+    back = unpack(values, packed, fill=-1.0)
+    assert back.shape == (3, 5, 2)
+    assert back[..., 0].tolist() == [[1, 2, 3, -1, -1], [4, 5, -1, -1, -1], [6, 7, 8, 9, -1]]
+    # row 0 points 0 -> 2, row 1 points 1 -> 0, row 2 points 3 -> 1; the rest none
+    pointers = torch.full((3, 5), -1)
+    pointers[0, 0], pointers[1, 1], pointers[2, 3] = 2, 0, 1
+    moved = repack_positions(pointers, packed)
+    expect = torch.full((2, 5), IGNORE_INDEX)
+    expect[1, 0], expect[1, 4], expect[0, 3] = 2, 3, 1  # row 1 of the pack starts at 3
+    assert moved.tolist() == expect.tolist()
+
+
+@pytest.mark.parametrize("layout", ["concat", "tlm"])
+def test_packed_dwa_self_labels_loss_and_gradients_equal_the_padded(layout):
+    rng = np.random.default_rng(1)
+    pairs = [(rng.integers(5, 60, n), rng.integers(5, 60, m))
+             for n, m in [(3, 4), (9, 7), (2, 2), (12, 10), (5, 1), (4, 6)]]  # fmt: skip
+    raw = RawBatch(source="en-es", pairs=pairs)
+    ctx = context([])
+    model = tiny_bert()
+    twin = copy.deepcopy(model)
+    objectives = [DenoisingWordAlignment(ctx, layer=1, layout=layout, mask_prob=0.5),
+                  DenoisingWordAlignment(ctx, layer=1, layout=layout, mask_prob=0.5,
+                                         packing=True)]  # fmt: skip
+    for obj in objectives:
+        torch.manual_seed(1)
+        obj.start(model)
+    batches = [obj.label(m, obj.collate(raw, torch.Generator().manual_seed(3)))
+               for m, obj in zip((model, twin), objectives)]  # fmt: skip
+    padded, packed = batches
+    assert packed["input_ids"].shape[0] < padded["input_ids"].shape[0]
+
+    def links(batch):
+        """(token, the token it points to) over every labelled query, as ids."""
+        ids, ptr = batch["original_ids"], batch["pointer_labels"]
+        b, i = (ptr != IGNORE_INDEX).nonzero(as_tuple=True)
+        return sorted(zip(ids[b, i].tolist(), ids[b, ptr[b, i]].tolist()))
+
+    assert len(links(padded)) > 5 and links(packed) == links(padded)
+    results = []
+    for m, obj, batch in zip((model, twin), objectives, batches):
+        loss, n, metrics = obj.loss(batch, obj(m, batch))
+        loss.backward()
+        results.append((loss.item(), int(n), metrics["dwa_loss"].item()))
+    assert results[1][1] == results[0][1]
+    assert results[1][0] == pytest.approx(results[0][0], rel=1e-5)
+    assert results[1][2] == pytest.approx(results[0][2], rel=1e-5)
+    heads = zip(objectives[0].named_parameters(), objectives[1].parameters())
+    for (name, a), b in [*zip(model.named_parameters(), twin.parameters()), *heads]:
+        assert torch.allclose(a.grad, b.grad, atol=1e-6, rtol=1e-4), name
