@@ -15,7 +15,8 @@ and read on the host before every update (``TrainState.defer_checks=False``, the
 deferral: one device sync per step), alternating, from the same initial weights; the losses of
 the two must be equal. On a CPU there is no asynchronous device, so the ratio shows the check's
 own cost only; the difference shows on a GPU. A third table gives the share of padding
-positions in each objective's batches, TLM and DWA with their pairs padded and packed.
+positions in each objective's batches, TLM and DWA with their pairs padded and packed, MASS
+and DAE (encoder and decoder rows together) padded.
 
     python bench/train_throughput.py [--corpus data/bible] [--steps 20] [--repeats 3] \
         [--tables throughput sync padding]
@@ -154,7 +155,8 @@ def bare_run(cfg_overrides: list[str]) -> tuple[float, float, int]:
 
 def padding_table(args: argparse.Namespace, tmp: Path) -> None:
     """Share of padding positions (and rows per step) in the batches each objective collates,
-    with TLM's and DWA's pairs padded and packed (``packing: true``)."""
+    with TLM's and DWA's pairs padded and packed (``packing: true``); the sequence-to-sequence
+    objectives' encoder and decoder rows together (not packed)."""
     print(f"\n{'objective':<18} {'padding':>8} {'rows/step':>9}")
     for label, objectives in (
         ("mlm", "[{name: mlm}]"),
@@ -162,12 +164,16 @@ def padding_table(args: argparse.Namespace, tmp: Path) -> None:
         ("tlm (packed)", "[{name: tlm, packing: true}]"),
         ("dwa (padded)", "[{name: dwa, layer: 1, allow_cold_start: true}]"),
         ("dwa (packed)", "[{name: dwa, layer: 1, allow_cold_start: true, packing: true}]"),
+        ("mass (padded)", "[{name: mass}]"),
+        ("dae (padded)", "[{name: dae}]"),
     ):
         run = overrides(args, objectives, tmp / "pad", tmp / "tokenizer", args.steps)
         _, _, steps = batches_for(run)
         batches = [b for step in steps for b in step.values()]
-        real = sum(int(b["attention_mask"].sum()) for b in batches)
-        total = sum(b["attention_mask"].numel() for b in batches)
+        masks = [b[k] for b in batches for k in ("attention_mask", "decoder_attention_mask")
+                 if k in b]  # fmt: skip
+        real = sum(int(m.sum()) for m in masks)
+        total = sum(m.numel() for m in masks)
         rows = sum(b["attention_mask"].shape[0] for b in batches) / len(steps)
         print(f"{label:<18} {1 - real / total:>8.1%} {rows:>9.1f}")
 

@@ -3,7 +3,7 @@ most often in the training data, an unseen word the most frequent tag overall. I
 model; a tagger below it has not learned to tag (a competence gate of the transfer studies).
 The data are ``eval transfer``'s: the same splits, seed and samples, and the same sentences
 left out for length (measured with the derived corpus's tokenizer, the one every run on it
-uses)."""
+uses, or for a real language with the given model's tokenizer)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from crossalign.errors import CrossalignError
 from crossalign.evals.registry import EvalOutput
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
     from crossalign.evals.options import MostFrequentTagOptions
-    from crossalign.evals.transfer import Tagged
+    from crossalign.evals.transfer import Tagged, TokenTask
 
 
 def most_frequent_tag_accuracy(train: Tagged, test: Tagged) -> float:
@@ -43,29 +45,69 @@ def most_frequent_tag_accuracy(train: Tagged, test: Tagged) -> float:
 
 
 def evaluate(model_dir: None, opts: MostFrequentTagOptions) -> EvalOutput:
-    """``eval most-frequent-tag``: the baseline in the derived language (``sup``: trained and
-    tested on derived sentences, comparable with ``eval transfer``'s SUP) and in English
-    (``en``)."""
+    """``eval most-frequent-tag``: the baseline in the derived language or ``test_lang``
+    (``sup``: trained and tested on its sentences, comparable with ``eval transfer``'s SUP)
+    and in English (``en``), on the sentences ``eval transfer`` keeps."""
     from crossalign.data.derive.derivation import DERIVED_LANG
     from crossalign.data.tokenizer import load_tokenizer
     from crossalign.evals.finetune_config import FinetuneConfig
-    from crossalign.evals.transfer import TASKS, encode_both, tagged_splits
+    from crossalign.evals.transfer import TASKS, encode_both, language_splits, tagged_splits
 
     spec = TASKS.get(opts.task)
     cfg = FinetuneConfig(
         seed=opts.seed, max_train=opts.max_train, max_test=opts.max_test, max_length=opts.max_length
     )
-    data = tagged_splits(opts.derived, spec, cfg, opts.download, opts.split, opts.valid_sentences)
-    tokenizer = load_tokenizer(Path(opts.derived) / "tokenizer")
-    _, kept = encode_both(tokenizer, data, spec, opts.max_length)
+    if opts.test_lang is None:
+        data = tagged_splits(
+            opts.derived, spec, cfg, opts.download, opts.split, opts.valid_sentences
+        )
+        tokenizer = load_tokenizer(Path(opts.derived) / "tokenizer")
+        _, kept = encode_both(tokenizer, data, spec, opts.max_length)
+        lang = DERIVED_LANG
+    else:
+        lang = opts.test_lang
+        data = language_splits(
+            spec, ("en", lang), cfg, opts.download, opts.split, opts.valid_sentences
+        )
+        kept = fitting(load_tokenizer(opts.tokenizer), data, spec, length_limit(opts))
     scores = {
-        "sup": most_frequent_tag_accuracy(kept[DERIVED_LANG, "train"], kept[DERIVED_LANG, "test"]),
+        "sup": most_frequent_tag_accuracy(kept[lang, "train"], kept[lang, "test"]),
         "en": most_frequent_tag_accuracy(kept["en", "train"], kept["en", "test"]),
-        "train_sentences": float(len(kept["en", "train"])),
-        "test_sentences": float(len(kept["en", "test"])),
+        "train_sentences": float(len(kept[lang, "train"])),
+        "test_sentences": float(len(kept[lang, "test"])),
     }
     note = (
         f"{opts.task}: {len(kept['en', 'train'])} training, {len(kept['en', 'test'])} "
         f"{opts.split} sentences; per-word most frequent tag (accuracy, %)"
     )
     return EvalOutput(metrics=scores, notes=[note])
+
+
+def length_limit(opts: MostFrequentTagOptions) -> int:
+    """``eval transfer``'s subword limit for ``opts.tokenizer``'s model: ``max_length``, or the
+    model's input when shorter (a tokenizer directory without a model: ``max_length``)."""
+    from transformers import AutoConfig
+
+    from crossalign.models.load import input_limit
+
+    if not (Path(opts.tokenizer) / "config.json").is_file():
+        return opts.max_length
+    return input_limit(AutoConfig.from_pretrained(opts.tokenizer), opts.max_length)
+
+
+def fitting(
+    tokenizer: PreTrainedTokenizerBase,
+    data: dict[tuple[str, str], Tagged],
+    spec: TokenTask,
+    limit: int,
+) -> dict[tuple[str, str], Tagged]:
+    """Each ``language_splits`` entry with only its sentences that ``eval transfer`` keeps
+    (``encode_each``: at most ``limit`` subwords, every word with a subword)."""
+    from crossalign.evals.transfer import encode_tagged
+
+    label_ids = {label: i for i, label in enumerate(spec.labels)}
+    out = {}
+    for key, rows in data.items():
+        encoded = encode_tagged(tokenizer, rows, label_ids, limit)
+        out[key] = [row for row, enc in zip(rows, encoded) if enc is not None]
+    return out

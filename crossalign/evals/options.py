@@ -254,9 +254,15 @@ class MostFrequentTagOptions:
     (an unseen word the most frequent tag overall). A tagger that does not beat it has not
     learned to tag, so its transfer gap says nothing."""
 
-    derived: str = opt(metavar="DIR")
+    derived: str | None = opt(None, metavar="DIR")
     """The derived corpus (crossalign data derive); its tokenizer leaves out the sentences
-    ``eval transfer`` leaves out."""
+    ``eval transfer`` leaves out. Or give test_lang and tokenizer."""
+    test_lang: str | None = None
+    """A real language (e.g. fr, with task pos-silver): SUP is the baseline trained on its
+    training pages and scored on its held-out pages, as ``eval transfer --test-lang`` does."""
+    tokenizer: str | None = opt(None, metavar="DIR")
+    """With test_lang: the model (or tokenizer) directory whose subwords decide which
+    sentences are too long, as the fine-tuned model's do in ``eval transfer``."""
     task: str = "pos-silver"
     """Registered token task, as for ``eval transfer``."""
     download: bool = False
@@ -273,6 +279,20 @@ class MostFrequentTagOptions:
     """A seeded sample of this many training sentences (default: all)."""
     max_test: int | None = None
     """A seeded sample of this many test sentences (default: all)."""
+
+    def __post_init__(self) -> None:
+        if (self.derived is None) == (self.test_lang is None):
+            raise CrossalignError(
+                "eval most-frequent-tag: give --derived DIR (a derived language) or --test-lang "
+                "LANG with --tokenizer DIR (a real language), not both"
+            )
+        if self.test_lang is not None:
+            check_language(self.test_lang, "--test-lang")
+            if self.tokenizer is None:
+                raise CrossalignError(
+                    "eval most-frequent-tag --test-lang needs --tokenizer DIR: the model whose "
+                    "subwords decide which sentences are too long (the study's model)"
+                )
 
 
 @dataclass(kw_only=True)

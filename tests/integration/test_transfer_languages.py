@@ -124,3 +124,34 @@ def test_span_labels_add_span_f1(model, tmp_path):
     for name in ("sup", "zs", "en"):
         assert 0 <= t[f"{name}_span_f1"] <= 100
     assert t["delta_span_f1"] == pytest.approx(t["sup_span_f1"] - t["zs_span_f1"])
+
+
+def test_most_frequent_tag_in_a_real_language_on_the_sentences_transfer_keeps(model, tmp_path):
+    from crossalign.evals.most_frequent_tag import most_frequent_tag_accuracy
+
+    out = tmp_path / "mft.json"
+    argv = ["eval", "most-frequent-tag", "--task", "test-shape-langs", "--test-lang", "es",
+            "--tokenizer", model, "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    m = json.loads(out.read_text())
+    # every fixture sentence fits: the baseline over all of them, by the word-shape rule
+    assert (m["train_sentences"], m["test_sentences"]) == (18, 6)
+    es, en = _tagged("es"), _tagged("en")
+    assert m["sup"] == pytest.approx(most_frequent_tag_accuracy(es[:18], es[18:]))
+    assert m["en"] == pytest.approx(most_frequent_tag_accuracy(en[:18], en[18:]))
+    # a short limit leaves out the sentences eval transfer leaves out
+    assert main([*argv, "--max-length", "18"]) == 0
+    short = json.loads(out.read_text())
+    assert short["test_sentences"] < 6
+    assert _transfer(model, "--test-lang", "es", "--max-length", "18", out=tmp_path / "t.json") == 0
+    t = json.loads((tmp_path / "t.json").read_text())
+    assert (short["train_sentences"], short["test_sentences"]) == (
+        t["target_train_sentences"], t["target_test_sentences"])  # fmt: skip
+
+
+def test_most_frequent_tag_options(model, capsys):
+    base = ["eval", "most-frequent-tag", "--task", "test-shape-langs"]
+    assert main([*base, "--test-lang", "es"]) == 2
+    assert "--test-lang needs --tokenizer DIR" in capsys.readouterr().err
+    assert main([*base, "--derived", "d", "--test-lang", "es", "--tokenizer", model]) == 2
+    assert "not both" in capsys.readouterr().err
