@@ -76,6 +76,7 @@ def overrides(
         "data.valid_parallel={}",
         f"data.max_length={args.max_length}",
         "tokenizer.vocab_size=8000",
+        "train.precision='no'",  # fp32, as the bare loop (auto is bf16 on CPUs that have it)
     ]
     return out + ([f"tokenizer.path={tok}"] if tok else [])
 

@@ -47,9 +47,10 @@ def pack_rows(
 ) -> dict[str, torch.Tensor]:
     """The [B, L] tensors of ``batch`` with real tokens where ``attention_mask`` is 1 (a
     prefix of each row) packed into [R, L'] rows of at most ``capacity`` tokens (L' the
-    longest packed row), plus ``BLOCK_MASK`` [R, L', L']. ``attention_mask`` stays [R, L']
-    (1 on real tokens); a key's padding value is ``pads[key]`` (default 0). Keys derived from
-    positions (``masked_index``) must be computed after packing. With ``origin``, also
+    longest packed row), plus ``BLOCK_MASK`` [R, L', L'] (a padding position attends to
+    itself alone). ``attention_mask`` stays [R, L'] (1 on real tokens); a key's padding
+    value is ``pads[key]`` (default 0). Keys derived from positions (``masked_index``) must
+    be computed after packing. With ``origin``, also
     ``ORIGIN_ROW``, ``ORIGIN_POSITION`` and ``ORIGIN_LENGTHS``, which ``unpack`` and
     ``repack_positions`` read."""
     lengths = batch["attention_mask"].sum(1).tolist()
@@ -72,6 +73,10 @@ def pack_rows(
             row_of[r, start : start + n] = i
             position_of[r, start : start + n] = torch.arange(n)
             start += n
+        # a padding position attends to itself alone: no row of the mask is empty (an empty
+        # row gives NaN states on some attention kernels, and NaN gradients through them)
+        pad = torch.arange(start, width)
+        block[r, pad, pad] = True
     out[BLOCK_MASK] = block
     if origin:
         out[ORIGIN_ROW], out[ORIGIN_POSITION] = row_of, position_of

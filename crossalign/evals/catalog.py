@@ -171,6 +171,8 @@ _register(
             "en": Metric("EN (most frequent tag)", "percent"),
             "train_sentences": _count("train"),
             "test_sentences": _count("test"),
+            "target_train_sentences": _count("target-language train"),
+            "target_test_sentences": _count("target-language test"),
         },
         run="crossalign.evals.most_frequent_tag:evaluate",
         model="none",

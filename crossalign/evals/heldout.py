@@ -5,12 +5,14 @@ saved model (on one process it reproduces the logged figures).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from accelerate import Accelerator
+from accelerate.utils import DistributedType
 from torch import nn
 
 from crossalign.data.masking import IGNORE_INDEX
@@ -36,14 +38,17 @@ def heldout_loss(
     ``valid_mono`` (``valid/mlm_*``) and TLM on ``valid_parallel`` (``valid/tlm_*``); for an
     encoder-decoder MASS on the held-out sentences (``valid/mass_*``) and translation of the
     held-out pairs (``valid/mt_*``); with fixed masking. Every process runs the same number of
-    forward passes (short shards get a dummy batch that predicts nothing). They run without
-    the training's autocast, so the figures are the fp32 ones ``eval perplexity --source
-    compute`` gives, whatever ``train.precision`` is."""
+    forward passes (short shards get a dummy batch that predicts nothing). Unless the model
+    is sharded (FSDP, DeepSpeed: their wrapper's forward gathers the weights, in the
+    training's precision), they run without the training's autocast, so the figures are the
+    fp32 ones ``eval perplexity --source compute`` gives, whatever ``train.precision`` is."""
     was_training = module.training
     module.eval()
     inner: ObjectiveSet = accelerator.unwrap_model(module)
-    # the class's forward: accelerate's autocast wraps the instance's (mixed precision)
-    forward = type(inner).forward
+    # the class's forward skips accelerate's autocast, which wraps the instance's; a sharded
+    # model goes through its wrapper, which gathers the weights
+    sharded = accelerator.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED)
+    call = module if sharded else functools.partial(type(inner).forward, inner)
     w, r = accelerator.num_processes, accelerator.process_index
     totals: dict[str, torch.Tensor] = {}
     sets = inner.heldout_sets(data)
@@ -63,7 +68,7 @@ def heldout_loss(
                         batch["labels"].fill_(IGNORE_INDEX)
                         add_masked_index(batch)
                     batches = {name: _to(batch, accelerator.device)}
-                    loss, ntok, _ = forward(inner, batches, heldout=True)[name]
+                    loss, ntok, _ = call(batches, heldout=True)[name]
                     loss_sum += loss.float() * ntok
                     count += ntok
             if sources:

@@ -69,12 +69,21 @@ def evaluate(model_dir: None, opts: MostFrequentTagOptions) -> EvalOutput:
         data = language_splits(
             spec, ("en", lang), cfg, opts.download, opts.split, opts.valid_sentences
         )
-        kept = fitting(load_tokenizer(opts.tokenizer), data, spec, length_limit(opts))
+        if (lang, "train") not in data:
+            raise CrossalignError(
+                f"most-frequent-tag: {opts.task} has no {lang} training data, so there is no "
+                f"{lang} baseline (nor a SUP for eval transfer to compare with it)"
+            )
+        tokenizer = load_tokenizer(opts.tokenizer, "--tokenizer")
+        kept = fitting(tokenizer, data, spec, length_limit(opts))
     scores = {
         "sup": most_frequent_tag_accuracy(kept[lang, "train"], kept[lang, "test"]),
         "en": most_frequent_tag_accuracy(kept["en", "train"], kept["en", "test"]),
-        "train_sentences": float(len(kept[lang, "train"])),
-        "test_sentences": float(len(kept[lang, "test"])),
+        # named as eval transfer names them: English's counts, then the other language's
+        "train_sentences": float(len(kept["en", "train"])),
+        "test_sentences": float(len(kept["en", "test"])),
+        "target_train_sentences": float(len(kept[lang, "train"])),
+        "target_test_sentences": float(len(kept[lang, "test"])),
     }
     note = (
         f"{opts.task}: {len(kept['en', 'train'])} training, {len(kept['en', 'test'])} "
@@ -85,14 +94,17 @@ def evaluate(model_dir: None, opts: MostFrequentTagOptions) -> EvalOutput:
 
 def length_limit(opts: MostFrequentTagOptions) -> int:
     """``eval transfer``'s subword limit for ``opts.tokenizer``'s model: ``max_length``, or the
-    model's input when shorter (a tokenizer directory without a model: ``max_length``)."""
+    model's input when shorter (a tokenizer without a model config: ``max_length``)."""
     from transformers import AutoConfig
 
+    from crossalign.hub import pretrained_source
     from crossalign.models.load import input_limit
 
-    if not (Path(opts.tokenizer) / "config.json").is_file():
+    try:
+        config = AutoConfig.from_pretrained(pretrained_source(opts.tokenizer, "--tokenizer"))
+    except (OSError, ValueError):
         return opts.max_length
-    return input_limit(AutoConfig.from_pretrained(opts.tokenizer), opts.max_length)
+    return input_limit(config, opts.max_length)
 
 
 def fitting(

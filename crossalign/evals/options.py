@@ -282,12 +282,23 @@ class MostFrequentTagOptions:
 
     def __post_init__(self) -> None:
         if (self.derived is None) == (self.test_lang is None):
+            both = ", not both" if self.derived else ""
             raise CrossalignError(
                 "eval most-frequent-tag: give --derived DIR (a derived language) or --test-lang "
-                "LANG with --tokenizer DIR (a real language), not both"
+                f"LANG with --tokenizer DIR (a real language){both}"
+            )
+        if self.derived is not None and self.tokenizer is not None:
+            raise CrossalignError(
+                "eval most-frequent-tag: --tokenizer goes with --test-lang; with --derived the "
+                "derived corpus's own tokenizer decides"
             )
         if self.test_lang is not None:
             check_language(self.test_lang, "--test-lang")
+            if self.test_lang == "en":
+                raise CrossalignError(
+                    "eval most-frequent-tag --test-lang en is the training language of eval "
+                    "transfer; give the other language (the English baseline is 'en' anyway)"
+                )
             if self.tokenizer is None:
                 raise CrossalignError(
                     "eval most-frequent-tag --test-lang needs --tokenizer DIR: the model whose "

@@ -28,13 +28,13 @@ from crossalign.align.similarity import dot_scores
 from crossalign.align.sinkhorn import transport_plans
 from crossalign.config import RunConfig
 from crossalign.data.masking import IGNORE_INDEX
-from crossalign.data.packing import ORIGIN_ROW, repack_positions, unpack
+from crossalign.data.packing import ORIGIN_LENGTHS, ORIGIN_ROW, repack_positions, unpack
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.mlm import (
     add_masked_index,
     encode,
-    encoder_inputs,
+    encoder_kwargs,
     masked_lm_logits,
     masked_lm_loss,
 )
@@ -122,13 +122,15 @@ def pointer_loss(
     pointable: torch.Tensor,
     reduction: str = "pooled",
     pair_ids: torch.Tensor | None = None,
+    n_pairs: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Cross-entropy of the pointer network (Eq. 10-11, 15), computed in fp32.
 
     For each row i with a label, a_ij = softmax_j(q_iᵀk_j / √d) over the positions j of the
     *other* segment that are ``pointable`` (real, non-special tokens); same-segment and
     padding positions get probability 0 (and, with ``pair_ids`` [B, L] for rows that pack
-    several pairs, the positions of other pairs). ``reduction``: ``pooled`` (the sum over every
+    several pairs, the positions of other pairs; ``n_pairs`` then counts the pairs for
+    ``sum``, default B). ``reduction``: ``pooled`` (the sum over every
     labelled row of the batch, as the authors' criterion sums it; the objective then divides
     it, with TLM's summed loss, by the rows and TLM tokens together), ``sum`` (Eq. 15: the sum
     over the labelled masked positions P of each pair, averaged over the B pairs of the batch)
@@ -153,7 +155,7 @@ def pointer_loss(
     total = F.cross_entropy(scores, labels[b_idx, i_idx], reduction="sum")
     if reduction == "mean":
         return total / n, n
-    return (total if reduction == "pooled" else total / query.shape[0]), n
+    return (total if reduction == "pooled" else total / (n_pairs or query.shape[0])), n
 
 
 @OBJECTIVES.register("dwa")
@@ -225,7 +227,7 @@ class DenoisingWordAlignment(TranslationLM):
         the aligned position of every masked token that has a self-label, IGNORE_INDEX
         elsewhere. Packed rows are labelled pair by pair: their states are laid out as padded
         rows (``unpack``), and the pointers moved back to packed positions."""
-        kwargs = encoder_inputs(model, batch)
+        kwargs = encoder_kwargs(model, batch)
         was_training = model.training
         model.eval()
         with torch.no_grad():
@@ -291,6 +293,7 @@ class DenoisingWordAlignment(TranslationLM):
             outputs["pointable"],
             self.reduction,
             batch.get(ORIGIN_ROW),
+            batch[ORIGIN_LENGTHS].shape[0] if ORIGIN_LENGTHS in batch else None,
         )
         metrics = {
             "lm_loss": tlm.detach(),

@@ -42,11 +42,11 @@ def add_masked_index(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def encode(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Final hidden states [B, L, H] of the encoder for a collated batch (packed rows attend
     within their blocks: ``BLOCK_MASK``)."""
-    hidden = model.base_model(input_ids=batch["input_ids"], **encoder_inputs(model, batch))
+    hidden = model.base_model(input_ids=batch["input_ids"], **encoder_kwargs(model, batch))
     return hidden.last_hidden_state
 
 
-def encoder_inputs(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> dict:
+def encoder_kwargs(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> dict:
     """The encoder's keyword inputs of a collated batch other than ``input_ids``: the
     attention mask (``BLOCK_MASK`` [B, 1, L, L] for packed rows, which need SDPA attention),
     ``position_ids`` and, when present, ``token_type_ids``."""

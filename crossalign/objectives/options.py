@@ -101,6 +101,7 @@ class TLMOptions(MLMOptions, _PackingField):
 
     def __post_init__(self) -> None:
         check_choice("layout", self.layout, PAIR_LAYOUTS)
+        check_flag("packing", self.packing)
         self.check_masking()
 
 
@@ -213,6 +214,7 @@ class DWAOptions(MLMOptions, _DWAFields, _PackingField):
         check_range("mu", self.mu, 0, low_open=True)
         check_range("tlm_weight", self.tlm_weight, 0)
         check_flag("allow_cold_start", self.allow_cold_start)
+        check_flag("packing", self.packing)
 
 
 @dataclass

@@ -131,6 +131,8 @@ def train(
         cpu=not torch.cuda.is_available(),
         **tracking_options(cfg),
     )
+    if cfg.train.precision == "auto" and accelerator.is_main_process:
+        print(f"train.precision auto: {'fp32' if precision == 'no' else precision} on this machine")
     sizes = step_batch_sizes(cfg, accelerator.num_processes)
     start = start_run(accelerator, cfg, resume, overwrite)
     try:

@@ -223,12 +223,24 @@ def reset_precision_state(precision: str) -> None:
     """Let a run use another mixed precision than an earlier run of the same process
     (``crossalign compare``, the Python API): accelerate keeps one ``AcceleratorState`` per
     process and refuses a second ``Accelerator`` with another precision, so that state is
-    reset (its process group, ``PartialState``, is kept)."""
+    reset (its process group, ``PartialState``, is kept). Under FSDP the reset would lose the
+    plugin: that change is refused in one line; DeepSpeed's engine sets precision itself."""
     from accelerate.state import AcceleratorState
+    from accelerate.utils import DistributedType
 
-    earlier = AcceleratorState._shared_state.get("_mixed_precision")
-    if earlier is not None and earlier != precision:
-        AcceleratorState._reset_state()
+    state = AcceleratorState._shared_state
+    earlier = state.get("_mixed_precision")
+    if earlier is None or earlier == precision:
+        return
+    kind = state.get("distributed_type")
+    if kind == DistributedType.DEEPSPEED:
+        return
+    if kind == DistributedType.FSDP:
+        raise CrossalignError(
+            f"train.precision: this process already trained under FSDP with {earlier}, and "
+            f"accelerate cannot change it to {precision}; run this config in its own process"
+        )
+    AcceleratorState._reset_state()
 
 
 FREEZE_ENCODER = "encoder"

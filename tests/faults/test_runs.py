@@ -199,7 +199,7 @@ def test_a_divergence_between_boundaries_is_caught_at_the_next_one(run, capsys):
         ({"train.batch_size": 4}, "train.batch_size 8 → 4"),
         ({"data.max_length": 64}, "data.max_length 32 → 64"),
         ({"model.preset": "small"}, "model.preset tiny → small"),
-        ({"train.precision": "'no'"}, "train.precision auto → no"),  # fp16 has a scaler state
+        ({"train.precision": "auto"}, "train.precision no → auto"),  # fp16 has a scaler state
     ],
 )
 def test_resume_refuses_settings_of_a_different_run(run, capsys, change, listed):

@@ -135,18 +135,20 @@ def test_most_frequent_tag_in_a_real_language_on_the_sentences_transfer_keeps(mo
     assert main(argv) == 0
     m = json.loads(out.read_text())
     # every fixture sentence fits: the baseline over all of them, by the word-shape rule
-    assert (m["train_sentences"], m["test_sentences"]) == (18, 6)
+    assert (m["target_train_sentences"], m["target_test_sentences"]) == (18, 6)
+    assert (m["train_sentences"], m["test_sentences"]) == (18, 6)  # English's, as transfer's
     es, en = _tagged("es"), _tagged("en")
     assert m["sup"] == pytest.approx(most_frequent_tag_accuracy(es[:18], es[18:]))
     assert m["en"] == pytest.approx(most_frequent_tag_accuracy(en[:18], en[18:]))
     # a short limit leaves out the sentences eval transfer leaves out
     assert main([*argv, "--max-length", "18"]) == 0
     short = json.loads(out.read_text())
-    assert short["test_sentences"] < 6
+    assert short["target_test_sentences"] < 6
     assert _transfer(model, "--test-lang", "es", "--max-length", "18", out=tmp_path / "t.json") == 0
     t = json.loads((tmp_path / "t.json").read_text())
-    assert (short["train_sentences"], short["test_sentences"]) == (
-        t["target_train_sentences"], t["target_test_sentences"])  # fmt: skip
+    counts = ("train_sentences", "test_sentences", "target_train_sentences",
+              "target_test_sentences")  # fmt: skip
+    assert [short[k] for k in counts] == [t[k] for k in counts]
 
 
 def test_most_frequent_tag_options(model, capsys):
@@ -155,3 +157,12 @@ def test_most_frequent_tag_options(model, capsys):
     assert "--test-lang needs --tokenizer DIR" in capsys.readouterr().err
     assert main([*base, "--derived", "d", "--test-lang", "es", "--tokenizer", model]) == 2
     assert "not both" in capsys.readouterr().err
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert "give --derived DIR" in err and "not both" not in err
+    assert main([*base, "--derived", "d", "--tokenizer", model]) == 2
+    assert "--tokenizer goes with --test-lang" in capsys.readouterr().err
+    assert main([*base, "--test-lang", "en", "--tokenizer", model]) == 2
+    assert "is the training language" in capsys.readouterr().err
+    assert main([*base, "--test-lang", "de", "--tokenizer", model]) == 2  # test pages only
+    assert "has no de training data" in capsys.readouterr().err

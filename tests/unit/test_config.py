@@ -57,3 +57,29 @@ def test_cpu_precision_auto_and_bf16_warning(monkeypatch, capsys, native):
     assert setup.mixed_precision("auto") == ("bf16" if native else "no")
     warned = "train.precision=bf16 on a CPU without bf16 instructions" in capsys.readouterr().err
     assert warned is not native
+
+
+def test_a_later_run_may_change_precision_in_the_same_process():
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+    from accelerate.utils import DistributedType
+
+    from crossalign.training.setup import reset_precision_state
+
+    AcceleratorState._reset_state()
+    try:
+        Accelerator(cpu=True, mixed_precision="bf16")
+        with pytest.raises(ValueError, match="cannot be changed"):
+            Accelerator(cpu=True, mixed_precision="no")  # accelerate alone refuses
+        reset_precision_state("no")
+        assert Accelerator(cpu=True, mixed_precision="no").mixed_precision == "no"
+        reset_precision_state("no")  # the same precision: nothing to reset
+        state = AcceleratorState._shared_state
+        kind, state["distributed_type"] = state["distributed_type"], DistributedType.FSDP
+        try:
+            with pytest.raises(CrossalignError, match="already trained under FSDP with no"):
+                reset_precision_state("bf16")
+        finally:
+            state["distributed_type"] = kind
+    finally:
+        AcceleratorState._reset_state()

@@ -13,6 +13,8 @@ from transformers import BertConfig, BertForMaskedLM
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.data.packing import (
     BLOCK_MASK,
+    ORIGIN_POSITION,
+    ORIGIN_ROW,
     first_fit,
     pack_rows,
     padding_fraction,
@@ -42,7 +44,10 @@ def test_pack_rows_keeps_every_real_token_and_blocks_attention():
     assert packed["attention_mask"].tolist() == [[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]
     block = packed[BLOCK_MASK][1]
     assert block[:3, :3].all() and block[3:, 3:].all() and not block[:3, 3:].any()
-    assert not block[3:, :3].any() and not packed[BLOCK_MASK][0][4].any()
+    assert not block[3:, :3].any()
+    # the padding position of row 0 attends to itself alone: no row of the mask is empty
+    assert packed[BLOCK_MASK][0][4].tolist() == [False] * 4 + [True]
+    assert packed[BLOCK_MASK].any(-1).all()
     assert padding_fraction(batch) == pytest.approx(3 / 12)
     assert padding_fraction(packed) == pytest.approx(1 / 10)
 
@@ -124,8 +129,10 @@ def test_unpack_and_repack_positions_invert_the_packing():
     assert moved.tolist() == expect.tolist()
 
 
-@pytest.mark.parametrize("layout", ["concat", "tlm"])
-def test_packed_dwa_self_labels_loss_and_gradients_equal_the_padded(layout):
+@pytest.mark.parametrize(("layout", "reduction"),
+                         [("concat", "pooled"), ("tlm", "pooled"), ("concat", "sum"),
+                          ("concat", "mean")])  # fmt: skip
+def test_packed_dwa_self_labels_loss_and_gradients_equal_the_padded(layout, reduction):
     rng = np.random.default_rng(1)
     pairs = [(rng.integers(5, 60, n), rng.integers(5, 60, m))
              for n, m in [(3, 4), (9, 7), (2, 2), (12, 10), (5, 1), (4, 6)]]  # fmt: skip
@@ -133,9 +140,9 @@ def test_packed_dwa_self_labels_loss_and_gradients_equal_the_padded(layout):
     ctx = context([])
     model = tiny_bert()
     twin = copy.deepcopy(model)
-    objectives = [DenoisingWordAlignment(ctx, layer=1, layout=layout, mask_prob=0.5),
-                  DenoisingWordAlignment(ctx, layer=1, layout=layout, mask_prob=0.5,
-                                         packing=True)]  # fmt: skip
+    options = {"layer": 1, "layout": layout, "mask_prob": 0.5, "reduction": reduction}
+    objectives = [DenoisingWordAlignment(ctx, **options),
+                  DenoisingWordAlignment(ctx, **options, packing=True)]  # fmt: skip
     for obj in objectives:
         torch.manual_seed(1)
         obj.start(model)
@@ -145,10 +152,15 @@ def test_packed_dwa_self_labels_loss_and_gradients_equal_the_padded(layout):
     assert packed["input_ids"].shape[0] < padded["input_ids"].shape[0]
 
     def links(batch):
-        """(token, the token it points to) over every labelled query, as ids."""
-        ids, ptr = batch["original_ids"], batch["pointer_labels"]
+        """(pair, query position, pointed position) over every labelled query, positions
+        within the pair (packed rows: through where each token came from)."""
+        ptr = batch["pointer_labels"]
         b, i = (ptr != IGNORE_INDEX).nonzero(as_tuple=True)
-        return sorted(zip(ids[b, i].tolist(), ids[b, ptr[b, i]].tolist()))
+        j = ptr[b, i]
+        if ORIGIN_ROW not in batch:
+            return sorted(zip(b.tolist(), i.tolist(), j.tolist()))
+        row, pos = batch[ORIGIN_ROW], batch[ORIGIN_POSITION]
+        return sorted(zip(row[b, i].tolist(), pos[b, i].tolist(), pos[b, j].tolist()))
 
     assert len(links(padded)) > 5 and links(packed) == links(padded)
     results = []
