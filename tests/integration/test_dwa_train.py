@@ -35,3 +35,30 @@ def test_dwa_refuses_cold_start(tiny, capsys):
     args = tiny("cold", **{"objectives": "[{name: dwa}]"})
     assert main(["train", *args]) == 2
     assert "allow_cold_start" in capsys.readouterr().err
+
+
+def test_packed_dwa_trains_as_the_padded_one(tiny, tmp_path):
+    """The training loop with ``packing: true``: the same loss curve as padded rows (no
+    dropout), in fewer rows."""
+    base = {"train.steps": 3, "train.save_every": 0, "data.max_length": 128}
+    assert main(["train", *tiny("base", **base)]) == 0
+    curves = {}
+    for packing in ("false", "true"):
+        args = tiny(
+            f"dwa-{packing}",
+            **{
+                "model.path": str(tmp_path / "base" / "model"),
+                "model.dropout": 0.0,
+                "objectives": f"[{{name: dwa, layer: 2, packing: {packing}}}]",
+                "data.max_length": 128,  # room for several pairs per packed row
+                "train.steps": 4,
+                "train.save_every": 0,
+                "train.log_every": 1,
+            },
+        )
+        assert main(["train", *args]) == 0
+        lines = (tmp_path / f"dwa-{packing}" / "metrics.jsonl").read_text().splitlines()
+        curves[packing] = [r["loss"] for r in map(json.loads, lines) if "loss" in r]
+    assert len(curves["true"]) == 4
+    for padded, packed in zip(curves["false"], curves["true"]):
+        assert abs(packed - padded) <= 1e-4 * abs(padded), curves
