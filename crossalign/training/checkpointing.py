@@ -94,6 +94,7 @@ def save_checkpoint(
             state = {"step": step, "data": position, "log": log_state}
             state["train_seconds"] = train_seconds
             state["data_fingerprint"] = data_fingerprint
+            state["precision"] = accelerator.mixed_precision  # what train.precision resolved to
             (tmp / STATE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
             (tmp / CONFIG).write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
             write_manifest(tmp)

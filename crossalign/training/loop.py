@@ -77,6 +77,23 @@ from crossalign.training.setup import (
 from crossalign.training.step import DivergenceWatch, TrainState, train_step
 
 
+def precision_switch(checkpoint: Path, saved: str | None, accelerator: Accelerator) -> str | None:
+    """A note when ``train.precision: auto`` resolves here to another mixed precision than
+    where ``checkpoint`` was saved (``saved``; None for checkpoints that predate the record),
+    e.g. a bf16 GPU run resumed on a CPU without bf16; a switch to or from fp16 (whose
+    loss-scaler state the other lacks) is refused in one line."""
+    now = accelerator.mixed_precision
+    if saved is None or saved == now:
+        return None
+    if "fp16" in (saved, now):
+        raise CrossalignError(
+            f"{checkpoint} trained in {saved} and train.precision resolves to {now} here; an "
+            "fp16 run keeps a loss-scaler state the other precision lacks: resume on a machine "
+            f"where it resolves to {saved}"
+        )
+    return f"note: {checkpoint} trained in {saved}; it continues in {now} on this machine"
+
+
 class StopRequest:
     """First Ctrl-C asks the loop to checkpoint and stop at the end of the current step; a
     second one interrupts at once."""
@@ -272,6 +289,7 @@ class TrainingRun:
                 "would point into other text: resume with the same data, or pass "
                 "--allow-data-change to continue on the new data"
             )
+        note = precision_switch(checkpoint, state.get("precision"), self.accelerator)
         try:
             self.accelerator.load_state(str(checkpoint / "trainer"))
         except Exception as e:  # a checkpoint without a manifest (older) that does not load
@@ -291,6 +309,8 @@ class TrainingRun:
             tqdm.write(f"resumed from {checkpoint} at step {self.step}")
             if changed:
                 tqdm.write("changed settings applied from here: " + "; ".join(changed))
+            if note:
+                tqdm.write(note)
 
     def run(self) -> dict[str, float]:
         """Train from ``step`` to ``train.steps`` (first Ctrl-C: checkpoint and stop), then
