@@ -50,9 +50,8 @@ def pack_rows(
     longest packed row), plus ``BLOCK_MASK`` [R, L', L'] (a padding position attends to
     itself alone). ``attention_mask`` stays [R, L'] (1 on real tokens); a key's padding
     value is ``pads[key]`` (default 0). Keys derived from positions (``masked_index``) must
-    be computed after packing. With ``origin``, also
-    ``ORIGIN_ROW``, ``ORIGIN_POSITION`` and ``ORIGIN_LENGTHS``, which ``unpack`` and
-    ``repack_positions`` read."""
+    be computed after packing. With ``origin``, also ``ORIGIN_ROW``, ``ORIGIN_POSITION`` and
+    ``ORIGIN_LENGTHS``, which ``unpack`` and ``repack_positions`` read."""
     lengths = batch["attention_mask"].sum(1).tolist()
     bins = first_fit(lengths, capacity)
     width = max(sum(lengths[i] for i in b) for b in bins)

@@ -15,10 +15,8 @@ from crossalign.errors import CrossalignError
 from crossalign.evals.registry import EvalOutput
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
     from crossalign.evals.options import MostFrequentTagOptions
-    from crossalign.evals.transfer import Tagged, TokenTask
+    from crossalign.evals.transfer import Tagged
 
 
 def most_frequent_tag_accuracy(train: Tagged, test: Tagged) -> float:
@@ -51,7 +49,13 @@ def evaluate(model_dir: None, opts: MostFrequentTagOptions) -> EvalOutput:
     from crossalign.data.derive.derivation import DERIVED_LANG
     from crossalign.data.tokenizer import load_tokenizer
     from crossalign.evals.finetune_config import FinetuneConfig
-    from crossalign.evals.transfer import TASKS, encode_both, language_splits, tagged_splits
+    from crossalign.evals.transfer import (
+        TASKS,
+        encode_both,
+        encode_each,
+        language_splits,
+        tagged_splits,
+    )
 
     spec = TASKS.get(opts.task)
     cfg = FinetuneConfig(
@@ -75,7 +79,7 @@ def evaluate(model_dir: None, opts: MostFrequentTagOptions) -> EvalOutput:
                 f"{lang} baseline (nor a SUP for eval transfer to compare with it)"
             )
         tokenizer = load_tokenizer(opts.tokenizer, "--tokenizer")
-        kept = fitting(tokenizer, data, spec, length_limit(opts))
+        _, kept = encode_each(tokenizer, data, spec, length_limit(opts))
     scores = {
         "sup": most_frequent_tag_accuracy(kept[lang, "train"], kept[lang, "test"]),
         "en": most_frequent_tag_accuracy(kept["en", "train"], kept["en", "test"]),
@@ -105,21 +109,3 @@ def length_limit(opts: MostFrequentTagOptions) -> int:
     except (OSError, ValueError):
         return opts.max_length
     return input_limit(config, opts.max_length)
-
-
-def fitting(
-    tokenizer: PreTrainedTokenizerBase,
-    data: dict[tuple[str, str], Tagged],
-    spec: TokenTask,
-    limit: int,
-) -> dict[tuple[str, str], Tagged]:
-    """Each ``language_splits`` entry with only its sentences that ``eval transfer`` keeps
-    (``encode_each``: at most ``limit`` subwords, every word with a subword)."""
-    from crossalign.evals.transfer import encode_tagged
-
-    label_ids = {label: i for i, label in enumerate(spec.labels)}
-    out = {}
-    for key, rows in data.items():
-        encoded = encode_tagged(tokenizer, rows, label_ids, limit)
-        out[key] = [row for row, enc in zip(rows, encoded) if enc is not None]
-    return out

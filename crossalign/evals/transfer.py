@@ -381,14 +381,17 @@ def encode_each(
     data: dict[tuple[str, str], Tagged],
     spec: TokenTask,
     limit: int,
-) -> dict[tuple[str, str], list]:
+) -> tuple[dict[tuple[str, str], list], dict[tuple[str, str], Tagged]]:
     """``encode_tagged`` of every ``language_splits`` entry, each keeping its own sentences that
-    fit ``limit`` subwords (the languages' sentences are not translations of each other)."""
+    fit ``limit`` subwords (the languages' sentences are not translations of each other): the
+    encodings, and ``data`` with the same sentences kept (as ``encode_both`` returns them)."""
     label_ids = {label: i for i, label in enumerate(spec.labels)}
-    return {
-        key: [x for x in encode_tagged(tokenizer, rows, label_ids, limit) if x is not None]
-        for key, rows in data.items()
-    }
+    enc, kept = {}, {}
+    for key, rows in data.items():
+        pairs = [(x, row) for x, row in zip(encode_tagged(tokenizer, rows, label_ids, limit), rows)
+                 if x is not None]  # fmt: skip
+        enc[key], kept[key] = [x for x, _ in pairs], [row for _, row in pairs]
+    return enc, kept
 
 
 def encode_both(
@@ -450,8 +453,8 @@ def evaluate_transfer(
         tlang = DERIVED_LANG
     else:
         tlang = test_lang
-        enc = encode_each(tokenizer, language_splits(spec, ("en", tlang), cfg, download, split,
-                                                     n_valid), spec, limit)  # fmt: skip
+        enc, _ = encode_each(tokenizer, language_splits(spec, ("en", tlang), cfg, download,
+                                                        split, n_valid), spec, limit)  # fmt: skip
     ids = {"en": language_type_id(config, "en")}
     try:
         ids[tlang] = language_type_id(config, embedding_lang or tlang)
