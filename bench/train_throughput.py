@@ -15,8 +15,8 @@ and read on the host before every update (``TrainState.defer_checks=False``, the
 deferral: one device sync per step), alternating, from the same initial weights; the losses of
 the two must be equal. On a CPU there is no asynchronous device, so the ratio shows the check's
 own cost only; the difference shows on a GPU. A third table gives the share of padding
-positions in each objective's batches, TLM and DWA with their pairs padded and packed, MASS
-and DAE (encoder and decoder rows together) padded.
+positions in each objective's batches, padded and packed (``packing: true``): TLM's and DWA's
+pairs, MASS's and DAE's sentences (encoder and decoder rows together).
 
     python bench/train_throughput.py [--corpus data/bible] [--steps 20] [--repeats 3] \
         [--tables throughput sync padding]
@@ -156,8 +156,8 @@ def bare_run(cfg_overrides: list[str]) -> tuple[float, float, int]:
 
 def padding_table(args: argparse.Namespace, tmp: Path) -> None:
     """Share of padding positions (and rows per step) in the batches each objective collates,
-    with TLM's and DWA's pairs padded and packed (``packing: true``); the sequence-to-sequence
-    objectives' encoder and decoder rows together (not packed)."""
+    padded and packed (``packing: true``); the sequence-to-sequence objectives' encoder and
+    decoder rows together."""
     print(f"\n{'objective':<18} {'padding':>8} {'rows/step':>9}")
     for label, objectives in (
         ("mlm", "[{name: mlm}]"),
@@ -166,7 +166,9 @@ def padding_table(args: argparse.Namespace, tmp: Path) -> None:
         ("dwa (padded)", "[{name: dwa, layer: 1, allow_cold_start: true}]"),
         ("dwa (packed)", "[{name: dwa, layer: 1, allow_cold_start: true, packing: true}]"),
         ("mass (padded)", "[{name: mass}]"),
+        ("mass (packed)", "[{name: mass, packing: true}]"),
         ("dae (padded)", "[{name: dae}]"),
+        ("dae (packed)", "[{name: dae, packing: true}]"),
     ):
         run = overrides(args, objectives, tmp / "pad", tmp / "tokenizer", args.steps)
         _, _, steps = batches_for(run)

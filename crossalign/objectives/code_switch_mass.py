@@ -37,7 +37,7 @@ from transformers import EncoderDecoderModel
 from crossalign.data.masking import IGNORE_INDEX
 from crossalign.objectives.base import OBJECTIVES, RawBatch, TokenContext
 from crossalign.objectives.code_switch import SemanticSwitching, TokenSwitching
-from crossalign.objectives.mlm import masked_lm_logits
+from crossalign.objectives.mlm import add_masked_index, masked_lm_logits
 from crossalign.objectives.options import ObjectiveOptions, SCSMASSOptions, TCSMASSOptions
 from crossalign.objectives.seq2seq import MaskedSeq2Seq, decoder_logits, encoder_states
 
@@ -70,7 +70,7 @@ class CodeSwitchMASS(MaskedSeq2Seq):
         positions outside the masked span, and ``pair`` [2] (language indices: sentence,
         partner); returns it with the partner's index."""
         a, b = self._partner(raw.source, generator)
-        batch = MaskedSeq2Seq.collate(self, raw, generator)
+        batch = add_masked_index(self.span_batch(raw, generator))
         ids = batch["input_ids"]  # outside the span: the original tokens
         context = (batch["encoder_labels"] == IGNORE_INDEX) & batch["attention_mask"].bool()
         batch = self.add_switch(batch, ids, context, b, translatable, generator)

@@ -52,17 +52,24 @@ def encoder_kwargs(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> di
     ``position_ids`` and, when present, ``token_type_ids``."""
     mask = batch["attention_mask"]
     if BLOCK_MASK in batch:
-        if getattr(model.config, "_attn_implementation", None) != "sdpa":
-            raise CrossalignError(
-                f"packed pairs need SDPA attention (a boolean block mask); this "
-                f"{type(model).__name__} uses {getattr(model.config, '_attn_implementation', '?')}"
-                f": set packing: false, or load the model with attn_implementation='sdpa'"
-            )
+        require_sdpa(model)
         mask = batch[BLOCK_MASK][:, None]
     kwargs = {"attention_mask": mask, "position_ids": batch["position_ids"]}
     if "token_type_ids" in batch:
         kwargs["token_type_ids"] = batch["token_type_ids"]
     return kwargs
+
+
+def require_sdpa(model: PreTrainedModel) -> None:
+    """Refuse packed rows for a model whose attention is not SDPA: another implementation
+    would ignore or misread a boolean block mask."""
+    implementation = getattr(model.config, "_attn_implementation", None)
+    if implementation != "sdpa":
+        raise CrossalignError(
+            f"packed pairs need SDPA attention (a boolean block mask); this "
+            f"{type(model).__name__} uses {implementation or '?'}: set packing: false, or load "
+            "the model with attn_implementation='sdpa'"
+        )
 
 
 def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

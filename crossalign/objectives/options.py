@@ -3,7 +3,7 @@
 ``__post_init__``. A run's ``objectives.N`` entry gives them by name (``mask_prob: 0.2``); its
 ``config.yaml`` records every field (``crossalign.objective_options``).
 
-Shared groups are composed by inheritance: ``MLMOptions`` and ``MASSOptions`` (the host
+Shared groups are composed by inheritance: ``MLMOptions`` and ``MASSSpanOptions`` (the host
 objective's masking), ``SwitchOptions`` (the code-switching of ``tcs_*``/``scs_*``) and
 ``GCOptions`` (the co-occurrence regression of ``mlm_gc``/``mass_gc``). A dataclass lists its
 bases' fields first, the last base's first: an objective's own fields sit in a group of their
@@ -86,9 +86,10 @@ class MLMOptions(ObjectiveOptions):
 @dataclass
 class _PackingField(ObjectiveOptions):
     packing: bool = False
-    """Pack several pairs into each row of ``data.max_length`` tokens (block-diagonal
-    attention, positions kept), so no position is padding; the same pairs, masks, loss and
-    gradients as the padded rows (tested), in fewer rows."""
+    """Pack several pairs (sentences, for ``mass`` and ``dae``) into each row of
+    ``data.max_length`` tokens (block-diagonal attention, positions kept; an encoder-decoder's
+    encoder and decoder rows packed pair by pair), so no position is padding; the same
+    examples, masks, loss and gradients as the padded rows (tested), in fewer rows."""
 
 
 @dataclass
@@ -242,8 +243,8 @@ class _MASSFields(ObjectiveOptions):
 
 
 @dataclass
-class MASSOptions(Seq2SeqOptions, _MASSFields):
-    """``mass``: the masked span."""
+class MASSSpanOptions(Seq2SeqOptions, _MASSFields):
+    """MASS's masked span, shared by ``mass``, ``mass_gc``, ``tcs_mass`` and ``scs_mass``."""
 
     def __post_init__(self) -> None:
         self.check_span()
@@ -253,6 +254,15 @@ class MASSOptions(Seq2SeqOptions, _MASSFields):
         self.check_label_smoothing()
         check_range("span_ratio", self.span_ratio, 0, 1, low_open=True)
         check_replace_probs("replace_probs", self.replace_probs)
+
+
+@dataclass
+class MASSOptions(MASSSpanOptions, _PackingField):
+    """``mass``: the masked span, and packing."""
+
+    def __post_init__(self) -> None:
+        self.check_span()
+        check_flag("packing", self.packing)
 
 
 @dataclass
@@ -267,11 +277,12 @@ class _DAEFields(ObjectiveOptions):
 
 
 @dataclass
-class DAEOptions(Seq2SeqOptions, _DAEFields):
-    """``dae`` (XLM's defaults): the noise C(x)."""
+class DAEOptions(Seq2SeqOptions, _DAEFields, _PackingField):
+    """``dae`` (XLM's defaults): the noise C(x), and packing."""
 
     def __post_init__(self) -> None:
         self.check_label_smoothing()
+        check_flag("packing", self.packing)
         check_range("shuffle", self.shuffle, 0)
         if 0 < self.shuffle <= 1:
             raise CrossalignError(
@@ -310,11 +321,12 @@ class _MTFields(ObjectiveOptions):
 
 
 @dataclass
-class MTOptions(Seq2SeqOptions, _MTFields):
-    """``mt``: which way pairs are translated."""
+class MTOptions(Seq2SeqOptions, _MTFields, _PackingField):
+    """``mt``: which way pairs are translated, and packing."""
 
     def __post_init__(self) -> None:
         self.check_label_smoothing()
+        check_flag("packing", self.packing)
         check_choice("direction", self.direction, DIRECTIONS)
 
 
@@ -379,6 +391,7 @@ class MASSGCOptions(MASSOptions, GCOptions):
 
     def __post_init__(self) -> None:
         self.check_span()
+        check_flag("packing", self.packing)
         self.check_gc()
 
 
@@ -473,7 +486,7 @@ class SCSMLMOptions(SemanticSwitchOptions, MLMOptions):
 
 
 @dataclass
-class TCSMASSOptions(TokenSwitchOptions, MASSOptions):
+class TCSMASSOptions(TokenSwitchOptions, MASSSpanOptions):
     """``tcs_mass``: MASS's options, then the switching's, then TCS's (MASS masks its span:
     no mask_prob)."""
 
@@ -484,7 +497,7 @@ class TCSMASSOptions(TokenSwitchOptions, MASSOptions):
 
 
 @dataclass
-class SCSMASSOptions(SemanticSwitchOptions, MASSOptions):
+class SCSMASSOptions(SemanticSwitchOptions, MASSSpanOptions):
     """``scs_mass``: MASS's options, then the switching's, then SCS's (MASS masks its span:
     no mask_prob)."""
 

@@ -35,11 +35,17 @@ from transformers import EncoderDecoderModel
 
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
 from crossalign.data.noise import add_noise
+from crossalign.data.packing import CROSS_BLOCK_MASK, DECODER_BLOCK_MASK, pack_seq2seq
 from crossalign.errors import CrossalignError
 from crossalign.models.seq2seq import generate_ids, is_sharded
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
 from crossalign.objectives.cooc_gc import GlobalCooccurrence
-from crossalign.objectives.mlm import add_masked_index, masked_lm_logits
+from crossalign.objectives.mlm import (
+    add_masked_index,
+    encoder_kwargs,
+    masked_lm_logits,
+    require_sdpa,
+)
 from crossalign.objectives.options import (
     BTOptions,
     DAEOptions,
@@ -136,6 +142,20 @@ class Seq2SeqObjective(Objective):
             batch["decoder_token_type_ids"] = self.language_rows(inputs, lang)
         return batch
 
+    def finish(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A collated batch packed pair by pair with the options' ``packing``
+        (``pack_seq2seq``; objectives whose options have it: mass, mass_gc, dae, mt), with its
+        labelled positions (``add_masked_index``)."""
+        if self.options.packing:
+            pads = {
+                "input_ids": self.ctx.pad_id,
+                "decoder_input_ids": self.ctx.pad_id,
+                "labels": IGNORE_INDEX,
+                "encoder_labels": IGNORE_INDEX,
+            }
+            batch = pack_seq2seq(batch, self.ctx.max_length, pads)
+        return add_masked_index(batch)
+
     def forward(self, model: EncoderDecoderModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Decoder logits [N, V] at the N labelled positions (``masked_index``)."""
         return decoder_logits(model, batch)
@@ -154,11 +174,10 @@ class Seq2SeqObjective(Objective):
 
 
 def encoder_states(model: EncoderDecoderModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Final encoder states [B, S, H] of the batch's ``input_ids``."""
-    kwargs = {k: batch[k] for k in ("input_ids", "attention_mask", "position_ids")}
-    if "token_type_ids" in batch:
-        kwargs["token_type_ids"] = batch["token_type_ids"]
-    return model.get_encoder()(**kwargs).last_hidden_state
+    """Final encoder states [B, S, H] of the batch's ``input_ids`` (packed rows attend within
+    their blocks)."""
+    encoder = model.get_encoder()
+    return encoder(input_ids=batch["input_ids"], **encoder_kwargs(encoder, batch)).last_hidden_state
 
 
 def decoder_logits(
@@ -168,16 +187,25 @@ def decoder_logits(
 ) -> torch.Tensor:
     """Decode ``decoder_input_ids`` with cross-attention to the encoder ``states`` [B, S, H]
     (computed here when None) over ``cross_attention_mask`` when the batch has one, else
-    ``attention_mask``; returns the output layer's logits [N, V] at ``masked_index`` only."""
+    ``attention_mask`` (packed rows: ``DECODER_BLOCK_MASK`` and ``CROSS_BLOCK_MASK``, as
+    [B, 1, T, T] and [B, 1, T, S]); returns the output layer's logits [N, V] at
+    ``masked_index`` only."""
     if states is None:
         states = encoder_states(model, batch)
     decoder = model.get_decoder()
+    if DECODER_BLOCK_MASK in batch:
+        require_sdpa(decoder)
+        self_mask = batch[DECODER_BLOCK_MASK][:, None]
+        cross_mask = batch[CROSS_BLOCK_MASK][:, None]
+    else:
+        self_mask = batch["decoder_attention_mask"]
+        cross_mask = batch.get("cross_attention_mask", batch["attention_mask"])
     dec_kwargs = {
         "input_ids": batch["decoder_input_ids"],
-        "attention_mask": batch["decoder_attention_mask"],
+        "attention_mask": self_mask,
         "position_ids": batch["decoder_position_ids"],
         "encoder_hidden_states": states,
-        "encoder_attention_mask": batch.get("cross_attention_mask", batch["attention_mask"]),
+        "encoder_attention_mask": cross_mask,
         "use_cache": False,
     }
     if "decoder_token_type_ids" in batch:
@@ -217,10 +245,14 @@ class MaskedSeq2Seq(Seq2SeqObjective):
         self.register_buffer("random_ids", ctx.random_ids(), persistent=False)
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """``span_batch``'s rows, packed with ``packing``, and their labelled positions."""
+        return self.finish(self.span_batch(raw, generator))
+
+    def span_batch(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Sentences → the masked encoder input, the shifted span as decoder input at its
         sentence positions, the span as labels, the cross-attention mask, and
         ``encoder_labels`` (the span's tokens at their encoder positions, IGNORE_INDEX
-        elsewhere; [B, S])."""
+        elsewhere; [B, S]); padded rows."""
         ctx = self.ctx
         rows, spans = [], []
         for ids in raw.sentences:
@@ -252,7 +284,7 @@ class MaskedSeq2Seq(Seq2SeqObjective):
         }
         if ctx.languages:
             batch["decoder_token_type_ids"] = self.language_rows(label_rows, raw.source)
-        return add_masked_index(batch)
+        return batch
 
 
 @OBJECTIVES.register("mass_gc")
@@ -326,7 +358,7 @@ class DenoisingAutoEncoder(Seq2SeqObjective):
             for t in targets
         ]  # fmt: skip
         enc = self.encoder_part([[ctx.cls_id, *x, ctx.sep_id] for x in noisy], raw.source)
-        return add_masked_index({**enc, **self.decoder_part(targets, raw.source)})
+        return self.finish({**enc, **self.decoder_part(targets, raw.source)})
 
 
 def partner_language(languages: list[str], lang: str, generator: torch.Generator) -> str:
@@ -451,4 +483,4 @@ class Translation(Seq2SeqObjective):
             src_lang, tgt_lang = tgt_lang, src_lang
             pairs = [(t, s) for s, t in pairs]
         enc = self.encoder_part([[ctx.cls_id, *s, ctx.sep_id] for s, _ in pairs], src_lang)
-        return add_masked_index({**enc, **self.decoder_part([t for _, t in pairs], tgt_lang)})
+        return self.finish({**enc, **self.decoder_part([t for _, t in pairs], tgt_lang)})
