@@ -52,7 +52,9 @@ class StudyOptions:
     """Run-config overrides applied to every pre-training (e.g. train.lr=3e-4)."""
 
 
-FINETUNE_FLAGS = ("epochs", "lr", "batch_size", "max_length", "max_train", "max_test")
+FINETUNE_FLAGS = (
+    "epochs", "lr", "batch_size", "max_length", "max_train", "max_test", "freeze_embeddings",
+)  # fmt: skip
 """The fine-tuning settings the study takes as flags (its seed is --seed)."""
 
 

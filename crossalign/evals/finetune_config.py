@@ -25,6 +25,11 @@ class FinetuneConfig:
     """AdamW weight decay."""
     seed: int = 0
     """Seed of the sentence samples, the head's initialisation and the batch order."""
+    freeze_embeddings: bool = False
+    """Keep the input word embeddings fixed while fine-tuning (MonoTrans's fine-tuning step,
+    Artetxe et al. 2020, §2: the words of a language the task data never shows keep the
+    embeddings pre-training gave them, in the space the fine-tuned layers read). Default: every
+    parameter trains, as in the ALIGN-MLM paper."""
     max_train: int | None = None
     """Use a seeded sample of this many training sentences (default: all)."""
     max_test: int | None = None

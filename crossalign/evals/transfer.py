@@ -188,7 +188,8 @@ def finetune(
     desc: str = "fine-tune",
 ):
     """A token-classification model fine-tuned from ``model_dir`` (encoder) on encoded
-    sentences: AdamW, linear warm-up and decay, cross-entropy at first subwords."""
+    sentences: AdamW, linear warm-up and decay, cross-entropy at first subwords; the input
+    word embeddings fixed with ``cfg.freeze_embeddings``."""
     from transformers import get_linear_schedule_with_warmup
 
     from crossalign.models.load import load_model
@@ -200,7 +201,10 @@ def finetune(
     )  # fmt: skip
     order = list(range(len(train)))
     steps = cfg.epochs * math.ceil(len(train) / cfg.batch_size)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if cfg.freeze_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup * steps), steps)
     model.train()
     bar = tqdm(total=steps, desc=desc, unit="step", mininterval=2)
@@ -209,7 +213,7 @@ def finetune(
         for batch in token_batches([train[i] for i in order], cfg.batch_size, tokenizer, lang_id):
             loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(trained, 1.0)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)

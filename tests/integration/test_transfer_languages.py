@@ -166,3 +166,28 @@ def test_most_frequent_tag_options(model, capsys):
     assert "is the training language" in capsys.readouterr().err
     assert main([*base, "--test-lang", "de", "--tokenizer", model]) == 2  # test pages only
     assert "has no de training data" in capsys.readouterr().err
+
+
+def test_frozen_embeddings_stay_as_pre_training_left_them(model):
+    import torch
+
+    from crossalign.data.tokenizer import load_tokenizer
+    from crossalign.evals.finetune_config import FinetuneConfig
+    from crossalign.evals.transfer import encode_tagged, finetune
+    from crossalign.models.load import load_model
+
+    tokenizer = load_tokenizer(model)
+    labels = {"PUNCT": 0, "SHORT": 1, "LONG": 2}
+    train = [x for x in encode_tagged(tokenizer, _tagged("en")[:18], labels, 64) if x]
+    before = load_model(model, key="model").get_input_embeddings().weight.detach().clone()
+    tuned = {}
+    for freeze in (False, True):
+        cfg = FinetuneConfig(epochs=1, lr=1e-2, batch_size=8, freeze_embeddings=freeze)
+        tuned[freeze] = finetune(model, train, 3, 0, tokenizer, cfg)
+    frozen, free = tuned[True], tuned[False]
+    assert torch.equal(frozen.get_input_embeddings().weight, before)
+    assert not torch.equal(free.get_input_embeddings().weight, before)
+    # the layers above the embeddings train in both
+    name = "encoder.layer.0.attention.self.query.weight"
+    start = load_model(model, key="model").base_model.state_dict()[name]
+    assert not torch.equal(frozen.base_model.state_dict()[name], start)
