@@ -7,7 +7,7 @@ alike. A step is the training loop's ``train_step`` (forward, backward, gradient
 update).
 
     .venv/bin/python bench/code_switch_step_time.py --model runs/backbone-e5-small \
-        --corpus data/libreoffice --batch 8 --length 64 --rounds 6
+        --corpus data/libreoffice --batch 8 --length 64 --rounds 6 [--precision bf16]
 """
 
 from __future__ import annotations
@@ -50,7 +50,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--threshold", type=int, default=20)
     parser.add_argument("--other-max", type=int, default=0, help="0: as docs/lexicon.md measured")
+    parser.add_argument("--csls-neighbourhood", default="batch", choices=("batch", "vocabulary"))
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument(
+        "--precision", default="no", choices=("no", "bf16"),
+        help="bf16: autocast, as train.precision auto runs on a CPU with bf16 instructions",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -64,14 +69,17 @@ def main() -> None:
     objectives = {"mlm": OBJECTIVES.get("mlm")(ctx)}
     data = TrainingData.from_texts(tok, texts, args.length)
     for name in ("tcs_mlm", "scs_mlm"):
-        objective = OBJECTIVES.get(name)(ctx, threshold=args.threshold, other_max=args.other_max)
+        extra = {"csls_neighbourhood": args.csls_neighbourhood} if name == "scs_mlm" else {}
+        objective = OBJECTIVES.get(name)(
+            ctx, threshold=args.threshold, other_max=args.other_max, **extra
+        )
         t = time.perf_counter()
         objective.start(model, data)
         print(f"{name}: start (vocabularies + dictionary/terms) {time.perf_counter() - t:.1f} s")
         objectives[name] = objective.train()
     module = ObjectiveSet(model, objectives)
     optimizer = torch.optim.AdamW(module.parameters(), lr=1e-7)
-    accelerator = Accelerator(cpu=True)
+    accelerator = Accelerator(cpu=True, mixed_precision=args.precision)
     names = list(objectives)
     states = {
         n: TrainState(accelerator, module, optimizer, None, {n: objectives[n]}, {n: 1.0})
@@ -92,7 +100,7 @@ def main() -> None:
                 full[name].append(time.perf_counter() - t0)
     print(
         f"\n{args.rounds} rounds, batch {args.batch} x {args.length} tokens, {args.model}, "
-        f"{torch.get_num_threads()} threads"
+        f"{torch.get_num_threads()} threads, precision {args.precision}"
     )
     print(f"{'objective':<9} {'step s':>8} {'ratio':>7}  target")
     for name in names:
