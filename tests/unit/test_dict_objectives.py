@@ -353,6 +353,22 @@ def test_alignment_loss_on_hand_made_embeddings():
     assert alignment_loss(cos, 10.0).item() == pytest.approx(expected)
 
 
+def test_alignment_loss_moves_only_its_pairs_rows_and_only_rotates_them():
+    """Why ALIGN-MLM alone cannot align held-out pairs: L_align's gradient is exactly zero on
+    every embedding row outside its dictionary, and on a row inside it is orthogonal to the
+    row (d cos(a, b) / da is perpendicular to a), so it turns rows without changing their norms
+    to first order. Any alignment of held-out pairs comes from the masked-LM loss."""
+    torch.manual_seed(0)
+    emb = torch.randn(8, 5, requires_grad=True)
+    pairs = torch.tensor([[0, 1], [4, 5]])  # (0, 4) and (1, 5); rows 2, 3, 6, 7 held out
+    alignment_loss(dictionary_cosines(emb, pairs), 10.0).backward()
+    grad = emb.grad
+    assert torch.equal(grad[[2, 3, 6, 7]], torch.zeros(4, 5))
+    assert grad[[0, 1, 4, 5]].abs().sum(1).min() > 0
+    radial = (grad * emb.detach()).sum(1)
+    assert torch.allclose(radial, torch.zeros(8), atol=1e-6)
+
+
 def test_align_mlm_loss_adds_the_aux_term_and_reports_lm_loss(derived_files):
     twin, out = derived_files
     ctx = _context(twin)
