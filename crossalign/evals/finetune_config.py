@@ -26,10 +26,11 @@ class FinetuneConfig:
     seed: int = 0
     """Seed of the sentence samples, the head's initialisation and the batch order."""
     freeze_embeddings: bool = False
-    """Keep the input word embeddings fixed while fine-tuning (MonoTrans's fine-tuning step,
-    Artetxe et al. 2020, §2: the words of a language the task data never shows keep the
-    embeddings pre-training gave them, in the space the fine-tuned layers read). Default: every
-    parameter trains, as in the ALIGN-MLM paper."""
+    """Keep the input word embedding matrix fixed while fine-tuning, for SUP and ZS alike
+    (MonoTrans's fine-tuning step, Artetxe et al. 2020, §2). The rows of words the task data
+    shows (English's, in ZS) then cannot drift away from those of the words it never shows
+    (the other language's), which get no gradient either way; position and token-type
+    embeddings still train. Default: every parameter trains, as in the ALIGN-MLM paper."""
     max_train: int | None = None
     """Use a seeded sample of this many training sentences (default: all)."""
     max_test: int | None = None

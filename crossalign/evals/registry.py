@@ -110,19 +110,32 @@ def evaluate(evaluation: Evaluation, model_dir: str | Path | None, opts: Any) ->
     return out
 
 
+def _plain(value: Any) -> Any:
+    """An option value as plain record data: paths absolute strings, tuples lists."""
+    if isinstance(value, Path):
+        return str(value.resolve())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
 def options_dict(opts: Any) -> dict[str, Any]:
     """Options as plain data for a record: paths made absolute strings, tuples lists."""
+    return {f.name: _plain(getattr(opts, f.name)) for f in dataclasses.fields(opts)}
 
-    def plain(value: Any) -> Any:
-        if isinstance(value, Path):
-            return str(value.resolve())
-        if isinstance(value, (list, tuple)):
-            return [plain(v) for v in value]
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        return value
 
-    return {f.name: plain(getattr(opts, f.name)) for f in dataclasses.fields(opts)}
+def option_defaults(evaluation: Evaluation) -> dict[str, Any]:
+    """The defaults of ``evaluation``'s options (those that have one), as record data: what a
+    record written before an option existed measured with."""
+    out = {}
+    for f in dataclasses.fields(evaluation.options):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = _plain(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = _plain(f.default_factory())
+    return out
 
 
 EVALS: Registry[Evaluation] = Registry("evaluation", plugins="crossalign.evaluations")

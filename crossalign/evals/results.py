@@ -7,14 +7,20 @@ from __future__ import annotations
 import platform
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
-from crossalign.evals.registry import EvalOutput, Evaluation, evaluate, options_dict
+from crossalign.evals.registry import (
+    EvalOutput,
+    Evaluation,
+    evaluate,
+    option_defaults,
+    options_dict,
+)
 from crossalign.extras import installed_version
 from crossalign.fileio import append_jsonl, check_writable, file_sha256, read_jsonl_lines
 
@@ -220,7 +226,8 @@ def find_record(
 ) -> ResultRecord | None:
     """The latest of ``records`` that measured the same thing ``run_evaluation(evaluation,
     model_dir, options, label=label)`` would: same evaluation and version, options, label and
-    model config hash; None when there is none."""
+    model config hash; None when there is none. An option a record lacks (it was added to the
+    evaluation after the record was written) counts as its default."""
     from crossalign.models.load import model_dir as resolve_model_dir
 
     probe = ResultRecord(
@@ -232,7 +239,14 @@ def find_record(
         label=label,
     )
     key = probe.key()
-    return next((r for r in reversed(records) if r.key() == key), None)
+    defaults = option_defaults(evaluation)
+
+    def completed(record: ResultRecord) -> ResultRecord:
+        if record.eval != evaluation.name:
+            return record
+        return replace(record, options={**defaults, **record.options})
+
+    return next((r for r in reversed(records) if completed(r).key() == key), None)
 
 
 def read_results(path: str | Path) -> list[ResultRecord]:

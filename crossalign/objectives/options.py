@@ -86,7 +86,7 @@ class MLMOptions(ObjectiveOptions):
 @dataclass
 class _PackingField(ObjectiveOptions):
     packing: bool = False
-    """Pack several pairs (sentences, for ``mass`` and ``dae``) into each row of
+    """Pack several pairs (sentences, for ``mass``, ``mass_gc`` and ``dae``) into each row of
     ``data.max_length`` tokens (block-diagonal attention, positions kept; an encoder-decoder's
     encoder and decoder rows packed pair by pair), so no position is padding; the same
     examples, masks, loss and gradients as the padded rows (tested), in fewer rows."""

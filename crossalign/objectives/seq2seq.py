@@ -78,7 +78,9 @@ class Seq2SeqObjective(Objective):
     """Base of the sequence-to-sequence objectives: collated batches hold the encoder's
     ``input_ids``, ``attention_mask``, ``position_ids`` (and ``token_type_ids``), the decoder's
     ``decoder_input_ids``, ``decoder_attention_mask``, ``decoder_position_ids`` (and
-    ``decoder_token_type_ids``), ``labels`` [B, T] and ``masked_index``/``masked_labels``."""
+    ``decoder_token_type_ids``), ``labels`` [B, T] and ``masked_index``/``masked_labels``.
+    Packed batches (``finish`` with ``packing``) hold [R, S'] and [R, T'] rows instead, plus
+    their masks (``crossalign.data.packing.pack_seq2seq``)."""
 
     Options = Seq2SeqOptions
 

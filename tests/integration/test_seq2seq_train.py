@@ -59,6 +59,8 @@ def test_packed_mass_and_dae_train_as_the_padded_ones(tiny, tmp_path):
         )  # fmt: skip
         assert main(["train", *args]) == 0
         curves[packing] = losses(tmp_path / f"p-{packing}")
+        config = (tmp_path / f"p-{packing}" / "config.yaml").read_text()
+        assert config.count(f"packing: {packing}") == 2  # recorded for both objectives
     assert sorted(curves["true"]) == [1, 2, 3, 4]
     for step, padded in curves["false"].items():
         for key in ("loss/mass", "loss/dae"):

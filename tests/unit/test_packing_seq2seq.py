@@ -76,6 +76,20 @@ def test_pack_seq2seq_packs_both_sides_pair_by_pair():
         assert packed[key].any(-1).all(), key
 
 
+def test_packed_rows_leave_room_for_the_decoder_too():
+    """mt pairs whose targets are longer than their sources: packing by the encoder's lengths
+    alone would overfill the decoder's rows; every packed row of both sides fits."""
+    rng = np.random.default_rng(2)
+    pairs = list(zip(sentences(rng, [2, 3, 2, 3]), sentences(rng, [8, 9, 7, 8])))
+    obj = OBJECTIVES.get("mt")(context(max_length=14), packing=True, direction="forward")
+    packed = obj.collate(RawBatch("en-es", pairs=pairs), torch.Generator().manual_seed(0))
+    encoder_bins = first_fit([4, 5, 4, 5], 14)  # <s> x </s>: the encoder alone packs 3 + 1
+    assert len(encoder_bins) == 2
+    assert packed["input_ids"].shape[0] == 4  # a target of 8-10 tokens each: one pair a row
+    assert packed["decoder_input_ids"].shape[1] <= 14
+    assert packed["input_ids"].shape[1] <= 14
+
+
 def sentences(rng, lengths):
     return [rng.integers(5, VOCAB, n).astype(np.int32) for n in lengths]
 

@@ -127,3 +127,28 @@ def test_a_half_written_last_line_is_dropped(aer_files, tmp_path, capsys):
     assert "dropping a half-written last line" in capsys.readouterr().err
     assert main(["eval", "aer", *aer_files]) == 0
     assert results.read_text().startswith(whole) and len(lines(results)) == 2
+
+
+def test_a_record_older_than_an_option_is_reused_at_that_options_default():
+    """An option added to an evaluation after its records were written (transfer's
+    freeze_embeddings) reads as its default, so a study reuses those records; a run asking
+    for another value does not."""
+    from dataclasses import dataclass
+
+    from crossalign.evals.registry import Evaluation
+    from crossalign.evals.results import ResultRecord, find_record
+
+    @dataclass
+    class Options:
+        lr: float = 1e-4
+        freeze: bool = False
+
+    evaluation = Evaluation("toy", "a toy", Options, {}, "x:y", model="none", version=2)
+    old = ResultRecord(eval="toy", model={"config_sha256": None}, options={"lr": 1e-4},
+                       metrics={"m": 1.0}, versions={"eval": 2})  # fmt: skip
+    assert find_record([old], evaluation, None, {"lr": 1e-4}) is old
+    assert find_record([old], evaluation, None, {"lr": 1e-4, "freeze": True}) is None
+    assert find_record([old], evaluation, None, {"lr": 2e-4}) is None
+    stale = ResultRecord(eval="toy", model={"config_sha256": None}, options={"lr": 1e-4},
+                         metrics={"m": 1.0}, versions={"eval": 1})  # fmt: skip
+    assert find_record([stale], evaluation, None, {}) is None  # another version: not reused
