@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +183,8 @@ def run_derived_study(
     """Run the derived study in ``out`` (``crossalign compare`` on the study file): derive
     each transform's corpus with the settings ``derive``, pre-train every objective with the
     same ``budget`` (``study_vars`` keywords) and seed, with run-config ``overrides``; score
-    alignment, transfer (``finetune``: a FinetuneConfig) and held-out perplexity; then write
+    alignment, transfer (``finetune``: a FinetuneConfig; the most-frequent-tag baseline on the
+    same task and sentences) and held-out perplexity; then write
     ``results.json``/``results.md`` (the study's table and Spearman's ρ of alignment with Δ
     over every objective × transform point) and the report under ``out/report``. Finished
     corpora, runs and evaluations with the same settings are reused."""
@@ -199,9 +200,16 @@ def run_derived_study(
     study.vars.update(study_vars(parallel_fraction=derive.parallel_fraction, **budget))
     corpus = list(derive.corpus)
     study.derive.settings = {**asdict(derive), "transform": "{transform}", "corpus": corpus}
+    data = {"task": task, "download": download}
+    from crossalign.evals.options import MostFrequentTagOptions
+
+    shared = {f.name for f in fields(MostFrequentTagOptions)}  # seed, max_length, samples
+    baseline = {k: v for k, v in asdict(finetune).items() if k in shared}
     for spec in study.evaluations:
         if spec.eval == "transfer":
-            spec.options = {**spec.options, **asdict(finetune), "task": task, "download": download}
+            spec.options = {**spec.options, **asdict(finetune), **data}
+        elif spec.eval == "most-frequent-tag":  # the tagger's baseline on the same sentences
+            spec.options = {**spec.options, **baseline, **data}
     result = run_study(study)
     rows = []
     for run in result.runs:

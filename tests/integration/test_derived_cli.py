@@ -15,6 +15,7 @@ from crossalign.cli import main
 from crossalign.config import config_to_dict, load_config
 from crossalign.data.derive.derivation import DERIVED_LANG
 from crossalign.data.derive.twins import unshift_text
+from crossalign.evals.results import read_results
 from crossalign.evals.transfer import TASKS, TokenTask
 from crossalign.study.derived import STUDY_OBJECTIVES
 from tests.oracles.derived_study import study_config
@@ -210,6 +211,14 @@ def test_study_runs_each_objective_and_reuses_finished_runs(tmp_path, capsys):
     for r in results["rows"]:
         assert r["delta"] == pytest.approx(r["sup"] - r["zs"])
         assert 0.0 <= r["alignment"] <= 1.0
+    # the tagger's baseline scores the study's task on the transfer's sentences
+    for run in ("trans/runs/mlm", "trans+inv/runs/align_mlm"):
+        records = {r.label or r.eval: r for r in read_results(out / run)}
+        assert records["most-frequent-tag"].options["task"] == "test-shape"
+        counts = ("train_sentences", "test_sentences")
+        assert [records["most-frequent-tag"].metrics[k] for k in counts] == [
+            records["transfer"].metrics[k] for k in counts
+        ]
     pooled = results["spearman_alignment_delta"][0]
     assert (pooled["alignment"], pooled["delta"], pooled["over"], pooled["n"]) == (
         "alignment", "delta", "all", 4
