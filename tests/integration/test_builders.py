@@ -13,6 +13,7 @@ import pytest
 
 from crossalign.cli import main
 from crossalign.data.corpora.bible import SWORD_ROOT, build_bible
+from crossalign.data.corpora.commentary import build_commentary
 from crossalign.data.corpora.freedict import DICTD_ROOT, build_freedict
 from crossalign.data.corpora.libreoffice import HELP_ROOT, build_libreoffice
 from crossalign.data.readers import read_dictionary, read_parallel
@@ -181,6 +182,7 @@ def test_missing_package_is_one_line_apt_get_error(tmp_path):
             lambda: build_freedict(tmp_path / "o", ["eng-deu"], root=tmp_path),
             "dict-freedict-eng-deu",
         ),
+        (lambda: build_commentary(tmp_path / "o", root=tmp_path), "sword-comm-tdavid"),
     ]
     for build, package in cases:
         with pytest.raises(CrossalignError, match=f"run: sudo apt-get install {package}$") as err:
@@ -204,3 +206,22 @@ def test_cli_rejects_bad_dictionary_names(tmp_path, capsys):
     assert "unknown ISO 639-3 language code 'xyz'" in capsys.readouterr().err
     assert main(["data", "freedict", "english-german", "--out", str(tmp_path / "o")]) == 2
     assert "expected an ISO 639-3 pair such as eng-deu" in capsys.readouterr().err
+
+
+def test_commentary_paragraphs_and_card(tmp_path):
+    require(SWORD_ROOT / "mods.d" / "tdavid.conf", "sword-comm-tdavid")
+    out = tmp_path / "out"
+    run_cli("commentary", "--out", str(out))
+    card = json.loads((out / "card.json").read_text(encoding="utf-8"))
+    lines = (out / "en.txt").read_text(encoding="utf-8").splitlines()
+    assert card["lines"] == len(lines) == len(set(lines)) > 20_000
+    assert card["words"] == sum(len(x.split()) for x in lines) > 2_000_000
+    assert [s["package"] for s in card["sources"]] == ["sword-comm-tdavid"]
+    assert card["command"].startswith("crossalign data commentary --modules tdavid")
+    # Psalm 1's exposition opens the text; each line one clean paragraph of >= 5 words
+    assert lines[0].startswith("This Psalm may be regarded as THE PREFACE PSALM")
+    assert any(x.startswith("There is no title to this Psalm, neither") for x in lines)
+    assert all(len(x.split()) >= 5 and x == " ".join(x.split()) for x in lines)
+    assert not any("<" in x or "\\" in x for x in lines[:2000])
+    with pytest.raises(CrossalignError, match="unknown commentary 'mhcc'; choose from tdavid"):
+        build_commentary(tmp_path / "o2", ["mhcc"])

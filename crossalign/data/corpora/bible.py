@@ -76,12 +76,16 @@ def _open_bible(root: Path, module: BibleModule) -> Any:
         raise missing_package(module.package, root / "mods.d" / f"{module.name}.conf")
     modules = SwordModules(str(root))
     modules.parse_modules()
-    bible = modules.get_bible_from_module(module.name)
-    # pysword decompresses the whole compressed block (a book) for every verse it reads; caching
-    # the last blocks makes reading a module take seconds instead of half a minute.
-    if hasattr(bible, "_decompressed_text"):
-        bible._decompressed_text = functools.lru_cache(maxsize=4)(bible._decompressed_text)
-    return bible
+    return cache_blocks(modules.get_bible_from_module(module.name))
+
+
+def cache_blocks(reader: Any) -> Any:
+    """``reader`` (a pysword module reader) with its last decompressed blocks cached: pysword
+    decompresses the whole block (a book) for every verse it reads, and caching makes reading
+    a module take seconds instead of half a minute."""
+    if hasattr(reader, "_decompressed_text"):
+        reader._decompressed_text = functools.lru_cache(maxsize=4)(reader._decompressed_text)
+    return reader
 
 
 def read_verses(root: Path, module: BibleModule) -> dict[VerseKey, str]:
