@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEBIAN_PACKAGES=(
-  sword-text-kjv sword-text-sparv sword-comm-tdavid
+  sword-text-kjv sword-text-sparv sword-comm-tdavid sword-comm-mhcc
   libreoffice-help-en-us libreoffice-help-de libreoffice-help-fr libreoffice-help-es
   libreoffice-help-ru libreoffice-help-zh-cn libreoffice-help-hi
   dict-freedict-eng-deu dict-freedict-eng-fra dict-freedict-eng-spa

@@ -23,6 +23,14 @@ def _count(text: str) -> int:
     return int(text)
 
 
+def _names(text: str) -> str:
+    """argparse type: comma-separated names, blanks dropped (``tdavid, mhcc`` → ``tdavid,mhcc``)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected comma-separated names, e.g. tdavid,mhcc")
+    return ",".join(names)
+
+
 def _langs(text: str) -> str:
     """argparse type: comma-separated languages, blanks dropped (``de, fr`` → ``de,fr``)."""
     langs = [lang.strip() for lang in text.split(",") if lang.strip()]
@@ -76,7 +84,10 @@ FreeDictOptions = _builder_options(
 class CommentaryOptions:
     """``crossalign data commentary``."""
 
-    modules: str = opt("tdavid", parse=_langs, help="comma-separated commentary modules (tdavid)")
+    modules: str = opt(
+        "tdavid", parse=_names, metavar="NAMES",
+        help="comma-separated commentaries: tdavid (Treasury of David), mhcc (Matthew Henry)",
+    )  # fmt: skip
     out: str = opt("data/commentary", help="output directory, replaced atomically")
     min_words: int = opt(5, parse=_count, metavar="N", help="drop paragraphs under N words")
 
@@ -279,11 +290,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     b = builders.add_parser(
         "commentary",
-        help="English prose from a SWORD commentary (sword-comm-tdavid), for derived languages",
-        description="English paragraphs (one per line) from Spurgeon's Treasury of David, "
-        "about 2.1 million words: more English text for crossalign data derive (--corpus "
-        "data/bible OUT/en.txt). Writes OUT/en.txt and OUT/card.json. Needs: sudo apt-get "
-        "install sword-comm-tdavid.",
+        help="English prose from SWORD commentaries (sword-comm-tdavid, -mhcc), for derived "
+        "languages",
+        description="English paragraphs (one per line) from Spurgeon's Treasury of David "
+        "(tdavid, 2.1 million words) and Matthew Henry's Concise Commentary (mhcc, 0.7 million): "
+        "more English text for crossalign data derive (--corpus data/bible OUT/en.txt). Writes "
+        "OUT/en.txt and OUT/card.json. Needs: sudo apt-get install sword-comm-tdavid "
+        "(sword-comm-mhcc).",
     )
     add_options(b, CommentaryOptions)
     b.set_defaults(func=_commentary)

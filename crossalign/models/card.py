@@ -48,12 +48,20 @@ PIPELINE = {"library_name": "transformers", "pipeline_tag": "fill-mask"}
 
 
 def read_data_card(corpus: str | Path) -> dict[str, Any] | None:
-    """The ``card.json`` of a corpus directory, or None when it has none (or it is unreadable)."""
+    """The ``card.json`` of a corpus directory, or of a text file's directory when that card
+    lists the file among its ``files`` (``crossalign data commentary``'s ``en.txt``); None when
+    there is none (or it is unreadable)."""
+    path = Path(corpus)
+    directory = path.parent if path.is_file() else path
     try:
-        card = json.loads((Path(corpus) / CARD).read_text(encoding="utf-8"))
+        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return card if isinstance(card, dict) else None
+    if not isinstance(card, dict):
+        return None
+    if path.is_file() and path.name not in (card.get("files") or {}).values():
+        return None
+    return card
 
 
 def card_sources(card: dict[str, Any], depth: int = 3) -> list[dict[str, Any]]:

@@ -203,8 +203,11 @@ def run_derived_study(
     data = {"task": task, "download": download}
     from crossalign.evals.options import MostFrequentTagOptions
 
-    shared = {f.name for f in fields(MostFrequentTagOptions)}  # seed, max_length, samples
+    shared = {f.name for f in fields(MostFrequentTagOptions)}  # seed, max_length, max_train/test
     baseline = {k: v for k, v in asdict(finetune).items() if k in shared}
+    # eval transfer also drops sentences longer than the model's positions, which are the
+    # pre-training length (models.build); the baseline gets the same limit
+    baseline["max_length"] = min(finetune.max_length, int(study.vars["max_length"]))
     for spec in study.evaluations:
         if spec.eval == "transfer":
             spec.options = {**spec.options, **asdict(finetune), **data}

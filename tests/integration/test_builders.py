@@ -223,5 +223,19 @@ def test_commentary_paragraphs_and_card(tmp_path):
     assert any(x.startswith("There is no title to this Psalm, neither") for x in lines)
     assert all(len(x.split()) >= 5 and x == " ".join(x.split()) for x in lines)
     assert not any("<" in x or "\\" in x for x in lines[:2000])
-    with pytest.raises(CrossalignError, match="unknown commentary 'mhcc'; choose from tdavid"):
-        build_commentary(tmp_path / "o2", ["mhcc"])
+    with pytest.raises(
+        CrossalignError, match="unknown commentary 'nope'; choose from tdavid, mhcc"
+    ):
+        build_commentary(tmp_path / "o2", ["nope"])
+
+
+def test_commentary_reads_mhcc_whose_conf_names_the_wrong_driver(tmp_path):
+    # mhcc.conf says zCom4, its index has zCom's 10-byte records: read as zCom4, Genesis 1's
+    # entries came back as other chapters' text
+    require(SWORD_ROOT / "mods.d" / "mhcc.conf", "sword-comm-mhcc")
+    card = build_commentary(tmp_path / "out", ["mhcc"])
+    lines = (tmp_path / "out" / "en.txt").read_text(encoding="utf-8").splitlines()
+    assert 600_000 < card["words"] < 800_000 and card["modules"]["MHCC"]["paragraphs"] == len(lines)
+    genesis = [x for x in lines if x.startswith("God said, Let there be light; he willed it")]
+    assert len(genesis) == 1 and "plague" not in genesis[0] and len(genesis[0].split()) < 200
+    assert not any(x.endswith("(1-4)") or "<" in x for x in lines)  # no outline, no markup

@@ -201,7 +201,8 @@ def test_study_runs_each_objective_and_reuses_finished_runs(tmp_path, capsys):
         "study", "derived", "--transform", "trans,trans+inv", "--corpus", str(EN),
         "--vocab-size", "120", "--out", str(out), "--objectives", "mlm,align_mlm", "--preset",
         "tiny", "--steps", "3", "--train-batch-size", "4", "--train-max-length", "32", "--task",
-        "test-shape", "--epochs", "1", "train.log_every=3",
+        "test-shape", "--epochs", "1", "--max-train", "12", "--max-test", "4",
+        "train.log_every=3",
     ]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((out / "results.json").read_text())
@@ -214,7 +215,13 @@ def test_study_runs_each_objective_and_reuses_finished_runs(tmp_path, capsys):
     # the tagger's baseline scores the study's task on the transfer's sentences
     for run in ("trans/runs/mlm", "trans+inv/runs/align_mlm"):
         records = {r.label or r.eval: r for r in read_results(out / run)}
-        assert records["most-frequent-tag"].options["task"] == "test-shape"
+        options = records["most-frequent-tag"].options
+        # the task, samples and the models' 32 positions (under fine-tuning's 128) carry over
+        assert (options["task"], options["max_train"], options["max_length"]) == (
+            "test-shape",
+            12,
+            32,
+        )
         counts = ("train_sentences", "test_sentences")
         assert [records["most-frequent-tag"].metrics[k] for k in counts] == [
             records["transfer"].metrics[k] for k in counts

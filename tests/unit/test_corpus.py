@@ -224,3 +224,11 @@ def test_resolve_corpus_rejects_dictionary(tmp_path):
     )
     with pytest.raises(CrossalignError, match="is a dictionary corpus, not parallel text"):
         resolve_corpus(tmp_path / "dict")
+
+
+def test_a_text_directory_is_pointed_at_its_files(tmp_path):
+    text = tmp_path / "commentary"
+    text.mkdir()
+    (text / "card.json").write_text(json.dumps({"format": "text", "files": {"en": "en.txt"}}))
+    with pytest.raises(CrossalignError, match=f"not a corpus of pairs .*; pass {text}/en.txt$"):
+        resolve_corpus(text)

@@ -69,6 +69,20 @@ def test_derived_corpus_follows_its_parent_card(tmp_path):
     assert read_data_card(tmp_path / "gone") is None
 
 
+def test_a_text_file_follows_the_card_that_lists_it(tmp_path):
+    tdavid = {"package": "sword-comm-tdavid", "version": "2.1-1", "licence": "public-domain"}
+    text = _corpus(tmp_path, "commentary", {"sources": [tdavid], "files": {"en": "en.txt"}})
+    (text / "en.txt").write_text("Blessed is the man.\n", encoding="utf-8")
+    (text / "other.txt").write_text("Not the card's.\n", encoding="utf-8")
+    derived = _corpus(
+        tmp_path, "derived", {"sources": [str(text / "en.txt"), str(text / "other.txt")]}
+    )
+    assert card_sources(read_data_card(derived)) == [
+        tdavid,
+        {"corpus": str(text / "other.txt"), "licence": None},
+    ]
+
+
 def _run_config(tmp_path: Path, corpus: Path | None, **extra: str):
     items = {
         "run_dir": str(tmp_path / "my-run"),

@@ -1,12 +1,12 @@
 """English prose from the Debian SWORD commentary modules, read with ``pysword``: more English
 text for a derived language (``crossalign data derive --corpus data/bible OUT/en.txt``).
 
-Source: ``sword-comm-tdavid`` (C. H. Spurgeon's *Treasury of David*, 1869-1885, module
-``TDavid``, about 2.1 million words of 19th-century prose on the Psalms; public domain). Each
-module entry (one per psalm) is split into its paragraphs (the module separates them with runs
-of spaces); one paragraph per output line. ``sword-comm-mhcc`` is not offered: pysword reads
-its zCom4 entries at the wrong offsets (Genesis 49 returns Exodus 9), and a wrong text is
-worse than none.
+Sources (public domain): ``sword-comm-tdavid`` (C. H. Spurgeon's *Treasury of David*,
+1869-1885, module ``TDavid``: 2.13 million words on the Psalms, one entry per psalm) and
+``sword-comm-mhcc`` (*Matthew Henry's Concise Commentary*, module ``MHCC``: 0.70 million words,
+one entry per verse range). Each entry is split into its paragraphs (the modules separate them
+with runs of spaces); one paragraph per output line. Some lines are single lines of quoted
+verse or list items rather than prose.
 """
 
 from __future__ import annotations
@@ -34,19 +34,24 @@ class Commentary:
 
 COMMENTARIES = {
     "tdavid": Commentary("TDavid", "sword-comm-tdavid"),
+    "mhcc": Commentary("MHCC", "sword-comm-mhcc"),
 }
 
 FILTERS = [
     "OSIS markup removed (pysword clean=True)",
     "entries split into paragraphs at runs of three or more spaces",
-    "verse-range headings alone on their line ('Verses 3-5') dropped",
+    "verse-range headings ('Verses 3-5') and outline lines ending in a verse range "
+    "('Abram returns out of Egypt.(1-4)') dropped",
     "paragraphs under min_words words dropped; repeated paragraphs kept once",
 ]
 
-# zCom/zCom4 store entries as zText/zText4 do; pysword reads them with its Bible classes.
-_DRIVERS = {"zcom": "ztext", "zcom4": "ztext4", "ztext": "ztext", "ztext4": "ztext4"}
+# zCom/zCom4 store entries as zText/zText4 do (index records of 10 and 12 bytes); pysword reads
+# them with its Bible classes.
+_DRIVERS = {10: "ztext", 12: "ztext4"}
 _PARAGRAPH = re.compile(r"\s{3,}")
-_HEADING = re.compile(r"^Verses?\s+[\d,\s-]+\.?$")
+# "Verses 3-5" alone, or an outline line with its verse range attached: "riches.(1-4)" (a
+# citation year after a space, "Spurstowe (1666)", is prose)
+_HEADING = re.compile(r"^Verses?\s+[\d,\s-]+\.?$|\S\(\d+(-\d+)?\)$")
 
 
 def module_conf(root: Path, module: Commentary) -> dict[str, str]:
@@ -58,33 +63,46 @@ def module_conf(root: Path, module: Commentary) -> dict[str, str]:
     raise missing_package(module.package, root / "mods.d" / f"{module.name.lower()}.conf")
 
 
+def index_entries(books: Iterable[Any]) -> int:
+    """Entries of a testament's verse index: module and testament headings, then a heading per
+    book and per chapter, then the verses (SWORD's verse-key layout)."""
+    books = list(books)
+    chapters = sum(b.num_chapters for b in books)
+    return 2 + len(books) + chapters + sum(sum(b.chapter_lengths) for b in books)
+
+
 def _open(root: Path, module: Commentary) -> Any:
-    """pysword's reader of the module's verse-keyed compressed store."""
+    """pysword's reader of the module's verse-keyed compressed store. The driver is read off
+    the index's record size, not the conf's ``ModDrv``: MHCC's conf says zCom4 while its
+    index has zCom's 10-byte records."""
     from crossalign.extras import require
 
     pysword = require("pysword.bible", "bible", "crossalign data commentary")
     conf = module_conf(root, module)
-    driver = _DRIVERS.get(conf.get("ModDrv", "").lower())
-    if driver is None:
-        raise CrossalignError(
-            f"{module.name}: module driver {conf.get('ModDrv')!r} is not a compressed "
-            f"verse-keyed module (zCom, zCom4); choose one of {', '.join(COMMENTARIES)}"
-        )
     path = root / conf.get("DataPath", "").lstrip("./")
     block = conf.get("BlockType", "BOOK").upper()
-    reader = pysword.SwordBible._MODULE_CLASSES[driver](
-        str(path), driver, conf.get("Versification", "kjv").lower(), "utf-8", "OSIS", block
-    )
-    return cache_blocks(reader)
+    args = (conf.get("Versification", "kjv").lower(), conf.get("Encoding", "UTF-8").lower())
+    rest = ("OSIS", block, conf.get("CompressType", "ZIP").upper())
+    probe = pysword.SwordBible(str(path), "ztext", *args, *rest)
+    index = path / f"ot.{block[0].lower()}zv"
+    books = probe.get_structure().get_books()["ot"]
+    driver = _DRIVERS.get(index.stat().st_size // index_entries(books)) if index.is_file() else None
+    if driver is None or index.stat().st_size % index_entries(books):
+        raise CrossalignError(
+            f"{index}: not the verse index of a zCom or zCom4 module with the "
+            f"{args[0]} versification (ModDrv {conf.get('ModDrv')!r}); reinstall "
+            f"{module.package}"
+        )
+    return cache_blocks(pysword.SwordBible(str(path), driver, *args, *rest))
 
 
 def paragraphs(entry: str, min_words: int = 5) -> list[str]:
     """The entry's paragraphs (split at runs of three or more spaces), whitespace collapsed,
-    without verse-range headings and paragraphs under ``min_words`` words."""
+    without verse-range headings, outline lines and paragraphs under ``min_words`` words."""
     out = []
     for part in _PARAGRAPH.split(entry):
         text = clean_verse(part)
-        if len(text.split()) >= min_words and not _HEADING.match(text):
+        if len(text.split()) >= min_words and not _HEADING.search(text):
             out.append(text)
     return out
 
@@ -113,6 +131,8 @@ def build_commentary(
     paragraph once) and ``out/card.json``, atomically; returns the card."""
     from crossalign.fileio import atomic_dir, write_json_atomic, write_lines_atomic
 
+    if min_words < 1:
+        raise CrossalignError(f"--min-words {min_words}: give at least 1 (empty lines are no text)")
     chosen = []
     for name in modules:
         if name not in COMMENTARIES:
@@ -132,6 +152,8 @@ def build_commentary(
         lines.update(dict.fromkeys(found))
     card = {
         "builder": "commentary",
+        "format": "text",
+        "languages": ["en"],
         "command": command,
         "sources": [package_source(m.package) for m in chosen],
         "filters": FILTERS,

@@ -20,6 +20,11 @@ def load_card(corpus_dir: str | Path) -> dict[str, Any]:
             f"crossalign data bible --out {corpus_dir}"
         )
     card = read_json(path, "rebuild the corpus")
+    if isinstance(card, dict) and isinstance(card.get("files"), dict) and "pairs" not in card:
+        files = ", ".join(f"{corpus_dir}/{f}" for f in card["files"].values())
+        raise CrossalignError(
+            f"{corpus_dir} holds text files, not a corpus of pairs ({path}); pass {files}"
+        )
     if not isinstance(card, dict) or not isinstance(card.get("pairs"), dict):
         raise CrossalignError(f"{path}: no 'pairs' mapping; rebuild the corpus")
     return card
