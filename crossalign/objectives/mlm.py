@@ -1,4 +1,5 @@
-"""Masked language modelling on packed monolingual blocks (BERT; XLM's MLM on text streams)."""
+"""Masked language modelling on packed monolingual blocks (BERT; XLM's MLM on text streams) or on
+one sentence per row (run_mlm's --line_by_line)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import torch.nn.functional as F
 from transformers import PreTrainedModel
 
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
-from crossalign.data.packing import BLOCK_MASK
+from crossalign.data.packing import BLOCK_MASK, pack_rows
 from crossalign.errors import CrossalignError
 from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
-from crossalign.objectives.options import MLMOptions, ObjectiveOptions
+from crossalign.objectives.options import MaskedLMOptions, ObjectiveOptions
 
 
 def masked_lm_logits(
@@ -85,19 +86,20 @@ def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Te
 class MaskedLM(Objective):
     """Masked LM on monolingual text: 15% of tokens, 80% <mask> / 10% random / 10% kept."""
 
-    Options = MLMOptions
-
     data = "mono"
-    Options = MLMOptions
+    Options = MaskedLMOptions
 
     def __init__(
         self, ctx: TokenContext, options: ObjectiveOptions | None = None, **values: Any
     ) -> None:
-        """Options: ``MLMOptions`` (``mask_prob``, ``replace_probs``)."""
+        """Options: ``MaskedLMOptions`` (``mask_prob``, ``replace_probs``, ``line_by_line``,
+        ``packing``) or a subclass's ``MLMOptions``."""
         super().__init__(ctx, options, **values)
         self.mask_prob = self.options.mask_prob
         self.replace_probs = tuple(self.options.replace_probs)
         self.register_buffer("random_ids", ctx.random_ids(), persistent=False)
+        if getattr(self.options, "line_by_line", False):
+            self.data = "sentences"
 
     def mask(
         self, input_ids: torch.Tensor, generator: torch.Generator, language: str | None = None
@@ -117,8 +119,10 @@ class MaskedLM(Objective):
         )
 
     def collate(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """Packed blocks of one language → input_ids, attention_mask, position_ids,
-        token_type_ids (language), labels; all [B, L]."""
+        """Packed blocks of one language (or sentences, ``sentence_batch``) → input_ids,
+        attention_mask, position_ids, token_type_ids (language), labels; all [B, L]."""
+        if raw.sentences is not None:
+            return self.sentence_batch(raw, generator)
         ids = torch.from_numpy(raw.blocks.astype("int64"))
         inputs, labels = self.mask(ids, generator, raw.source)
         b, length = ids.shape
@@ -130,6 +134,34 @@ class MaskedLM(Objective):
         }
         if self.ctx.languages:
             batch["token_type_ids"] = torch.full_like(ids, self.ctx.language_id(raw.source))
+        return add_masked_index(batch)
+
+    def sentence_batch(self, raw: RawBatch, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """Sentences of one language, one per row: ``[cls] sentence [sep]`` (cut to
+        ``max_length``), positions from 0, padded to the longest and masked as ``collate``
+        masks blocks; with ``packing``, packed several to a row (``pack_rows``: [R, L'] plus
+        ``BLOCK_MASK``), masked before packing so the same tokens are predicted."""
+        ctx = self.ctx
+        rows = [
+            [ctx.cls_id, *map(int, ids[: ctx.max_length - 2]), ctx.sep_id] for ids in raw.sentences
+        ]
+        ids = torch.full((len(rows), max(map(len, rows))), ctx.pad_id, dtype=torch.long)
+        real = torch.zeros_like(ids)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row)
+            real[i, : len(row)] = 1
+        inputs, labels = self.mask(ids, generator, raw.source)
+        batch = {
+            "input_ids": inputs,
+            "attention_mask": real,
+            "position_ids": ctx.position_offset + torch.arange(ids.shape[1]).expand_as(ids) * real,
+            "labels": labels,
+        }
+        if ctx.languages:
+            batch["token_type_ids"] = torch.full_like(ids, ctx.language_id(raw.source))
+        if self.options.packing:
+            pads = {"input_ids": ctx.pad_id, "labels": IGNORE_INDEX}
+            batch = pack_rows(batch, ctx.max_length, pads)
         return add_masked_index(batch)
 
     def forward(self, model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -86,10 +86,34 @@ class MLMOptions(ObjectiveOptions):
 @dataclass
 class _PackingField(ObjectiveOptions):
     packing: bool = False
-    """Pack several pairs (sentences, for ``mass``, ``mass_gc`` and ``dae``) into each row of
-    ``data.max_length`` tokens (block-diagonal attention, positions kept; an encoder-decoder's
-    encoder and decoder rows packed pair by pair), so no position is padding; the same
-    examples, masks, loss and gradients as the padded rows (tested), in fewer rows."""
+    """Pack several pairs (sentences, for ``mass``, ``mass_gc``, ``dae`` and line-by-line
+    ``mlm``) into each row of ``data.max_length`` tokens (block-diagonal attention, positions
+    kept; an encoder-decoder's encoder and decoder rows packed pair by pair), so no position is
+    padding; the same examples, masks, loss and gradients as the padded rows (tested), in
+    fewer rows."""
+
+
+@dataclass
+class MaskedLMOptions(MLMOptions, _PackingField):
+    """``mlm``: 80/10/10 masking of a share of the tokens, on blocks of the text stream or one
+    sentence per row."""
+
+    line_by_line: bool = False
+    """One sentence per row, ``[cls] sentence [sep]`` with positions from 0 (Hugging Face
+    run_mlm's --line_by_line; Dufter & Schütze's set-up), instead of blocks of
+    ``data.max_length`` tokens cut from the language's text stream across sentences (XLM's
+    streams, the default). Needs whole sentences: a token store, not a streamed source. With
+    ``packing``, several sentences share a row."""
+
+    def __post_init__(self) -> None:
+        check_flag("line_by_line", self.line_by_line)
+        check_flag("packing", self.packing)
+        if self.packing and not self.line_by_line:
+            raise CrossalignError(
+                "mlm: packing: true packs sentences, so it needs line_by_line: true (blocks of "
+                "the text stream have no padding to save)"
+            )
+        self.check_masking()
 
 
 @dataclass

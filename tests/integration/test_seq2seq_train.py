@@ -44,15 +44,26 @@ def test_seq2seq_run_logs_each_loss_and_resumes_identically(tiny, tmp_path, caps
             assert resumed[step][key] == pytest.approx(full[step][key], abs=1e-6), (step, key)
 
 
-def test_packed_mass_and_dae_train_as_the_padded_ones(tiny, tmp_path):
+@pytest.mark.parametrize(
+    ("objectives", "keys"),
+    [
+        ("[{name: mass, packing: P}, {name: dae, packing: P}]", ("loss/mass", "loss/dae")),
+        ("[{name: mlm, line_by_line: true, packing: P}]", ("loss/mlm",)),
+    ],
+    ids=["mass+dae", "mlm-line-by-line"],
+)
+def test_packed_objectives_train_as_the_padded_ones(tiny, tmp_path, objectives, keys):
     """The training loop with ``packing: true``: the same loss curves as padded rows without
     dropout (to 1e-5: at a high lr, a decoder that sees the next tokens of its own span
     drifts by about 5e-4 within 4 steps)."""
     curves = {}
-    for packing in ("false", "true"):
+    # line-by-line MLM also runs on blocks once: its rows must really be other rows
+    variants = ("false", "true", "blocks") if "line_by_line" in objectives else ("false", "true")
+    for packing in variants:
+        spec = "[{name: mlm}]" if packing == "blocks" else objectives.replace("P", packing)
         args = tiny(
             f"p-{packing}",
-            objectives=f"[{{name: mass, packing: {packing}}}, {{name: dae, packing: {packing}}}]",
+            objectives=spec,
             **{"model.dropout": 0.0, "train.steps": 4, "train.save_every": 0,
                "train.log_every": 1, "data.max_length": 96, "train.lr": 0.02,
                "train.warmup_steps": 0},
@@ -60,10 +71,12 @@ def test_packed_mass_and_dae_train_as_the_padded_ones(tiny, tmp_path):
         assert main(["train", *args]) == 0
         curves[packing] = losses(tmp_path / f"p-{packing}")
         config = (tmp_path / f"p-{packing}" / "config.yaml").read_text()
-        assert config.count(f"packing: {packing}") == 2  # recorded for both objectives
+        assert packing == "blocks" or config.count(f"packing: {packing}") == len(keys)
     assert sorted(curves["true"]) == [1, 2, 3, 4]
+    if "blocks" in curves:
+        assert curves["blocks"][1]["loss/mlm"] != pytest.approx(curves["false"][1]["loss/mlm"])
     for step, padded in curves["false"].items():
-        for key in ("loss/mass", "loss/dae"):
+        for key in keys:
             assert curves["true"][step][key] == pytest.approx(padded[key], rel=1e-5), (step, key)
 
 

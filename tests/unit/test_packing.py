@@ -23,6 +23,7 @@ from crossalign.data.packing import (
 )
 from crossalign.objectives.base import RawBatch, TokenContext
 from crossalign.objectives.dwa import DenoisingWordAlignment
+from crossalign.objectives.mlm import MaskedLM
 from crossalign.objectives.tlm import TranslationLM
 
 
@@ -186,3 +187,39 @@ def test_packed_dwa_self_labels_loss_and_gradients_equal_the_padded(layout, redu
     heads = zip(objectives[0].named_parameters(), objectives[1].parameters())
     for (name, a), b in [*zip(model.named_parameters(), twin.parameters()), *heads]:
         assert torch.allclose(a.grad, b.grad, atol=1e-6, rtol=1e-4), name
+
+
+def test_line_by_line_mlm_rows_start_each_sentence_at_position_zero():
+    ctx = context([])
+    obj = MaskedLM(ctx, line_by_line=True, mask_prob=0.0)
+    sentences = [np.arange(5, 8), np.arange(10, 60), np.arange(20, 22)]  # 3, 50 (cut) and 2 ids
+    batch = obj.collate(RawBatch(source="en", sentences=sentences), torch.Generator())
+    assert obj.data == "sentences" and MaskedLM(ctx).data == "mono"
+    cls, sep, pad = ctx.cls_id, ctx.sep_id, ctx.pad_id
+    assert batch["input_ids"][0].tolist() == [cls, 5, 6, 7, sep] + [pad] * (ctx.max_length - 5)
+    assert batch["input_ids"][1].tolist() == [cls, *range(10, 10 + ctx.max_length - 2), sep]
+    assert batch["attention_mask"].sum(1).tolist() == [5, ctx.max_length, 4]
+    assert batch["position_ids"][2, :4].tolist() == [0, 1, 2, 3]
+    assert batch["masked_index"].numel() == 0
+
+
+@pytest.mark.parametrize("languages", [[], ["en", "es"]])
+def test_packed_line_by_line_mlm_loss_and_gradients_equal_the_padded(languages):
+    rng = np.random.default_rng(1)
+    sentences = [rng.integers(5, 60, n) for n in (3, 9, 2, 12, 5, 4, 7)]
+    raw = RawBatch(source="en", sentences=sentences)
+    ctx = context(languages)
+    padded_obj = MaskedLM(ctx, line_by_line=True)
+    packed_obj = MaskedLM(ctx, line_by_line=True, packing=True)
+    padded = padded_obj.collate(raw, torch.Generator().manual_seed(5))
+    packed = packed_obj.collate(raw, torch.Generator().manual_seed(5))
+    assert packed["input_ids"].shape[0] < padded["input_ids"].shape[0]
+    assert sorted(packed["masked_labels"].tolist()) == sorted(padded["masked_labels"].tolist())
+    assert_same_step(tiny_bert(), (padded_obj, packed_obj), (padded, packed))
+
+
+def test_mlm_packing_needs_line_by_line():
+    from crossalign.errors import CrossalignError
+
+    with pytest.raises(CrossalignError, match="needs line_by_line: true"):
+        MaskedLM(context([]), packing=True)
