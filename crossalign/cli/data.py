@@ -23,20 +23,23 @@ def _count(text: str) -> int:
     return int(text)
 
 
+def _comma_list(text: str, example: str) -> str:
+    """``text``'s comma-separated items, blanks dropped (``de, fr`` → ``de,fr``); none is an
+    argparse error naming ``example``."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected comma-separated {example}")
+    return ",".join(items)
+
+
 def _names(text: str) -> str:
-    """argparse type: comma-separated names, blanks dropped (``tdavid, mhcc`` → ``tdavid,mhcc``)."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError("expected comma-separated names, e.g. tdavid,mhcc")
-    return ",".join(names)
+    """argparse type: comma-separated names (``tdavid, mhcc`` → ``tdavid,mhcc``)."""
+    return _comma_list(text, "names, e.g. tdavid,mhcc")
 
 
 def _langs(text: str) -> str:
-    """argparse type: comma-separated languages, blanks dropped (``de, fr`` → ``de,fr``)."""
-    langs = [lang.strip() for lang in text.split(",") if lang.strip()]
-    if not langs:
-        raise argparse.ArgumentTypeError("expected comma-separated languages, e.g. de,fr")
-    return ",".join(langs)
+    """argparse type: comma-separated languages (``de, fr`` → ``de,fr``)."""
+    return _comma_list(text, "languages, e.g. de,fr")
 
 
 def _shard(text: str) -> tuple[int, int]:

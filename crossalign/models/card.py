@@ -52,14 +52,14 @@ def read_data_card(corpus: str | Path) -> dict[str, Any] | None:
     lists the file among its ``files`` (``crossalign data commentary``'s ``en.txt``); None when
     there is none (or it is unreadable)."""
     path = Path(corpus)
-    directory = path.parent if path.is_file() else path
+    is_file = path.is_file()
     try:
-        card = json.loads((directory / CARD).read_text(encoding="utf-8"))
+        card = json.loads(((path.parent if is_file else path) / CARD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(card, dict):
         return None
-    if path.is_file() and path.name not in (card.get("files") or {}).values():
+    if is_file and path.name not in (card.get("files") or {}).values():
         return None
     return card
 

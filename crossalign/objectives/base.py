@@ -113,6 +113,38 @@ class RawBatch:
     """B sentences' ids without special tokens."""
 
 
+def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    """Rows of ids padded to the longest: [B, T] long."""
+    out = torch.full((len(rows), max(map(len, rows))), pad_id, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+    return out
+
+
+def positions_of(mask: torch.Tensor, offset: int) -> torch.Tensor:
+    """Position ids [B, T] of left-aligned rows: ``offset`` + 0, 1, ... (padding included)."""
+    b, t = mask.shape
+    return offset + torch.arange(t).expand(b, -1).clone()
+
+
+def row_batch(rows: list[list[int]], ctx: TokenContext, lang: str) -> dict[str, torch.Tensor]:
+    """Encoder fields of full rows (specials included) of language ``lang``, padded to the
+    longest: ``input_ids``, ``attention_mask``, ``position_ids`` from 0 and, when the model
+    has language embeddings, ``token_type_ids``; all [B, T]."""
+    ids = pad_rows(rows, ctx.pad_id)
+    mask = torch.zeros_like(ids)
+    for i, row in enumerate(rows):
+        mask[i, : len(row)] = 1
+    batch = {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "position_ids": positions_of(mask, ctx.position_offset),
+    }
+    if ctx.languages:
+        batch["token_type_ids"] = torch.full_like(ids, ctx.language_id(lang))
+    return batch
+
+
 class Objective(nn.Module):
     """Base class of training objectives; subclasses set ``data`` and implement the contract."""
 

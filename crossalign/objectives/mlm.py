@@ -12,7 +12,7 @@ from transformers import PreTrainedModel
 from crossalign.data.masking import IGNORE_INDEX, mask_tokens
 from crossalign.data.packing import BLOCK_MASK, pack_rows
 from crossalign.errors import CrossalignError
-from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
+from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext, row_batch
 from crossalign.objectives.options import MaskedLMOptions, ObjectiveOptions
 
 
@@ -145,20 +145,8 @@ class MaskedLM(Objective):
         rows = [
             [ctx.cls_id, *map(int, ids[: ctx.max_length - 2]), ctx.sep_id] for ids in raw.sentences
         ]
-        ids = torch.full((len(rows), max(map(len, rows))), ctx.pad_id, dtype=torch.long)
-        real = torch.zeros_like(ids)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = torch.tensor(row)
-            real[i, : len(row)] = 1
-        inputs, labels = self.mask(ids, generator, raw.source)
-        batch = {
-            "input_ids": inputs,
-            "attention_mask": real,
-            "position_ids": ctx.position_offset + torch.arange(ids.shape[1]).expand_as(ids) * real,
-            "labels": labels,
-        }
-        if ctx.languages:
-            batch["token_type_ids"] = torch.full_like(ids, ctx.language_id(raw.source))
+        batch = row_batch(rows, ctx, raw.source)
+        batch["input_ids"], batch["labels"] = self.mask(batch["input_ids"], generator, raw.source)
         if self.options.packing:
             pads = {"input_ids": ctx.pad_id, "labels": IGNORE_INDEX}
             batch = pack_rows(batch, ctx.max_length, pads)

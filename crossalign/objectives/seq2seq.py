@@ -38,7 +38,15 @@ from crossalign.data.noise import add_noise
 from crossalign.data.packing import CROSS_BLOCK_MASK, DECODER_BLOCK_MASK, pack_seq2seq
 from crossalign.errors import CrossalignError
 from crossalign.models.seq2seq import generate_ids, is_sharded
-from crossalign.objectives.base import OBJECTIVES, Objective, RawBatch, TokenContext
+from crossalign.objectives.base import (
+    OBJECTIVES,
+    Objective,
+    RawBatch,
+    TokenContext,
+    pad_rows,
+    positions_of,
+    row_batch,
+)
 from crossalign.objectives.cooc_gc import GlobalCooccurrence
 from crossalign.objectives.mlm import (
     add_masked_index,
@@ -58,20 +66,6 @@ from crossalign.objectives.options import (
 
 if TYPE_CHECKING:
     from crossalign.config import RunConfig
-
-
-def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
-    """Rows of ids padded to the longest: [B, T] long."""
-    out = torch.full((len(rows), max(map(len, rows))), pad_id, dtype=torch.long)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-    return out
-
-
-def positions_of(mask: torch.Tensor, offset: int) -> torch.Tensor:
-    """Position ids [B, T] of left-aligned rows: ``offset`` + 0, 1, ... (padding included)."""
-    b, t = mask.shape
-    return offset + torch.arange(t).expand(b, -1).clone()
 
 
 class Seq2SeqObjective(Objective):
@@ -113,19 +107,9 @@ class Seq2SeqObjective(Objective):
         return torch.full_like(like, self.ctx.language_id(lang))
 
     def encoder_part(self, rows: list[list[int]], lang: str) -> dict[str, torch.Tensor]:
-        """Encoder fields for full rows (specials included) of language ``lang``."""
-        ids = pad_rows(rows, self.ctx.pad_id)
-        mask = torch.zeros_like(ids)
-        for i, row in enumerate(rows):
-            mask[i, : len(row)] = 1
-        batch = {
-            "input_ids": ids,
-            "attention_mask": mask,
-            "position_ids": positions_of(mask, self.ctx.position_offset),
-        }
-        if self.ctx.languages:
-            batch["token_type_ids"] = self.language_rows(ids, lang)
-        return batch
+        """Encoder fields for full rows (specials included) of language ``lang``
+        (``row_batch``)."""
+        return row_batch(rows, self.ctx, lang)
 
     def decoder_part(self, targets: list[list[int]], lang: str) -> dict[str, torch.Tensor]:
         """Decoder fields to generate ``targets`` (no specials) in ``lang``: inputs

@@ -188,6 +188,7 @@ def run_derived_study(
     ``results.json``/``results.md`` (the study's table and Spearman's ρ of alignment with Δ
     over every objective × transform point) and the report under ``out/report``. Finished
     corpora, runs and evaluations with the same settings are reused."""
+    from crossalign.evals.options import MostFrequentTagOptions
     from crossalign.fileio import write_json_atomic, write_text_atomic
     from crossalign.study.run import run_study
 
@@ -201,8 +202,6 @@ def run_derived_study(
     corpus = list(derive.corpus)
     study.derive.settings = {**asdict(derive), "transform": "{transform}", "corpus": corpus}
     data = {"task": task, "download": download}
-    from crossalign.evals.options import MostFrequentTagOptions
-
     shared = {f.name for f in fields(MostFrequentTagOptions)}  # seed, max_length, max_train/test
     baseline = {k: v for k, v in asdict(finetune).items() if k in shared}
     # eval transfer also drops sentences longer than the model's positions, which are the

@@ -56,13 +56,13 @@ _USFM = re.compile(r"\\\+?[a-z]+\d*\*?")
 _WORD = re.compile(r"^(\W*)(\w+)(\W*)$")
 
 
-def _conf_path(root: Path, module: BibleModule) -> Path | None:
-    """The module's ``mods.d/*.conf`` file (names are matched case-insensitively)."""
+def conf_path(root: Path, name: str) -> Path | None:
+    """SWORD module ``name``'s ``mods.d/*.conf`` file (names are matched case-insensitively)."""
     mods = root / "mods.d"
     if not mods.is_dir():
         return None
     for conf in mods.glob("*.conf"):
-        if conf.stem.lower() == module.name.lower():
+        if conf.stem.lower() == name.lower():
             return conf
     return None
 
@@ -72,7 +72,7 @@ def _open_bible(root: Path, module: BibleModule) -> Any:
     from crossalign.extras import require
 
     SwordModules = require("pysword.modules", "bible", "crossalign data bible").SwordModules
-    if _conf_path(root, module) is None:
+    if conf_path(root, module.name) is None:
         raise missing_package(module.package, root / "mods.d" / f"{module.name}.conf")
     modules = SwordModules(str(root))
     modules.parse_modules()

@@ -19,7 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from crossalign.data.corpora.bible import SWORD_ROOT, cache_blocks, clean_verse
+from crossalign.data.corpora.bible import SWORD_ROOT, cache_blocks, clean_verse, conf_path
 from crossalign.data.corpora.card import missing_package, package_source
 from crossalign.errors import CrossalignError
 
@@ -56,11 +56,11 @@ _HEADING = re.compile(r"^Verses?\s+[\d,\s-]+\.?$|\S\(\d+(-\d+)?\)$")
 
 def module_conf(root: Path, module: Commentary) -> dict[str, str]:
     """``key=value`` lines of the module's ``mods.d`` conf (name matched case-insensitively)."""
-    for conf in (root / "mods.d").glob("*.conf"):
-        if conf.stem.lower() == module.name.lower():
-            lines = conf.read_text(encoding="utf-8", errors="replace").splitlines()
-            return dict(line.split("=", 1) for line in lines if "=" in line)
-    raise missing_package(module.package, root / "mods.d" / f"{module.name.lower()}.conf")
+    conf = conf_path(root, module.name)
+    if conf is None:
+        raise missing_package(module.package, root / "mods.d" / f"{module.name.lower()}.conf")
+    lines = conf.read_text(encoding="utf-8", errors="replace").splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
 def index_entries(books: Iterable[Any]) -> int:
@@ -81,19 +81,20 @@ def _open(root: Path, module: Commentary) -> Any:
     conf = module_conf(root, module)
     path = root / conf.get("DataPath", "").lstrip("./")
     block = conf.get("BlockType", "BOOK").upper()
-    args = (conf.get("Versification", "kjv").lower(), conf.get("Encoding", "UTF-8").lower())
-    rest = ("OSIS", block, conf.get("CompressType", "ZIP").upper())
-    probe = pysword.SwordBible(str(path), "ztext", *args, *rest)
+    versification = conf.get("Versification", "kjv").lower()
+    settings = (versification, conf.get("Encoding", "UTF-8").lower(), "OSIS", block,
+                conf.get("CompressType", "ZIP").upper())  # fmt: skip
+    probe = pysword.SwordBible(str(path), "ztext", *settings)
     index = path / f"ot.{block[0].lower()}zv"
-    books = probe.get_structure().get_books()["ot"]
-    driver = _DRIVERS.get(index.stat().st_size // index_entries(books)) if index.is_file() else None
-    if driver is None or index.stat().st_size % index_entries(books):
+    entries = index_entries(probe.get_structure().get_books()["ot"])
+    record, leftover = divmod(index.stat().st_size, entries) if index.is_file() else (0, 0)
+    driver = _DRIVERS.get(record)
+    if driver is None or leftover:
         raise CrossalignError(
-            f"{index}: not the verse index of a zCom or zCom4 module with the "
-            f"{args[0]} versification (ModDrv {conf.get('ModDrv')!r}); reinstall "
-            f"{module.package}"
+            f"{index}: not the verse index of a zCom or zCom4 module with the {versification} "
+            f"versification (ModDrv {conf.get('ModDrv')!r}); reinstall {module.package}"
         )
-    return cache_blocks(pysword.SwordBible(str(path), driver, *args, *rest))
+    return cache_blocks(pysword.SwordBible(str(path), driver, *settings))
 
 
 def paragraphs(entry: str, min_words: int = 5) -> list[str]:
