@@ -4,6 +4,7 @@ whose (eval, options, eval version, config hash) match; ``report`` renders them.
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import time
@@ -60,15 +61,28 @@ class ResultRecord:
             out["label"] = self.label
         return out
 
+    @property
+    def place(self) -> str | None:
+        """The evaluated model relative to its run (``model``, ``checkpoints/step-500``), its
+        path outside a run, None without a model."""
+        path, run = self.model.get("path"), self.model.get("run")
+        if path is None:
+            return None
+        return os.path.relpath(path, run) if run else path
+
     def key(self) -> tuple:
         """What makes two records the same measurement: evaluation, its version, options,
-        label and the model's config hash (the reuse key of ``compare``)."""
+        label, the model's config hash and, for a run's model, its place in the run (the
+        final model or a checkpoint: they share the run's config). The reuse key of
+        ``compare``; it holds no absolute path, so records copied with their run still
+        match."""
         return (
             self.eval,
             self.versions.get("eval"),
             repr(sorted(self.options.items())),
             self.label,
             self.model.get("config_sha256"),
+            self.place if self.model.get("run") else None,
         )
 
 

@@ -216,17 +216,9 @@ def config_differences(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _model_of(record: ResultRecord) -> str | None:
-    """The evaluated model relative to the run it belongs to (absolute outside a run)."""
-    path, run = record.model.get("path"), record.model.get("run")
-    if path is None:
-        return None
-    return os.path.relpath(path, run) if run else path
-
-
 def _table_key(record: ResultRecord) -> tuple:
     options = json.dumps(record.options, sort_keys=True, default=str)
-    return (record.eval, record.label, record.versions.get("eval"), options, _model_of(record))
+    return (record.eval, record.label, record.versions.get("eval"), options, record.place)
 
 
 def _metric(evaluation: Evaluation | None, base: str, values: Sequence[float]) -> Metric:

@@ -144,6 +144,12 @@ def render(
         parts += [f"### {escape(table.title)}", results_table(table)]
         if i in figures.layers:
             parts.append(f"![{escape(table.title)} by layer]({FIGURES}/{figures.layers[i]})")
+    if figures.checkpoints:
+        parts.append("## Against the training step")
+        parts += [
+            f"![{escape(name)} against the training step]({FIGURES}/{file})"
+            for name, file in figures.checkpoints
+        ]
     if figures.curves:
         parts.append("## Training")
         parts += [f"![{escape(key)}]({FIGURES}/{name})" for key, name in figures.curves]

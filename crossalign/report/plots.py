@@ -1,6 +1,7 @@
 """The report's figures as PNG (matplotlib's Agg renderer, imported only when drawing):
 training and validation curves against the step, one line per run; metrics by layer
-(``L<n>/…`` keys), one line per group with its 95% interval as a band."""
+(``L<n>/…`` keys) and against the checkpoint step (one evaluation measured on a run's
+checkpoints and its final model), one line per group with its 95% interval as a band."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crossalign.checkpoint import checkpoint_step
 from crossalign.report.collect import Collection, Run, Table
 from crossalign.report.tables import header
 
@@ -25,6 +27,8 @@ class Figures:
     """(quantity, file name): ``loss``, ``train/ppl``, ``valid/*_ppl``."""
     layers: dict[int, str] = field(default_factory=dict)
     """Index of a table with per-layer metrics → its figure."""
+    checkpoints: list[tuple[str, str]] = field(default_factory=list)
+    """(evaluation name, file name): its metrics against the checkpoint step."""
 
 
 def slug(text: str, limit: int = 60) -> str:
@@ -45,6 +49,16 @@ def _axes(panels: int, width: float, height: float) -> tuple[Any, list[Any]]:
     for ax in axes[panels:]:
         ax.set_visible(False)
     return fig, axes[:panels]
+
+
+def _band(ax: Any, x: list, y: list[float], cells: list, scale: float, label: str) -> None:
+    """A line through ``(x, y)`` with the cells' 95% intervals (× ``scale``) as a band."""
+    (line,) = ax.plot(x, y, marker="o", markersize=3, label=label)
+    half = [math.nan if c.half_width is None else c.half_width * scale for c in cells]
+    if not all(math.isnan(h) for h in half):
+        low = [m - h for m, h in zip(y, half)]
+        high = [m + h for m, h in zip(y, half)]
+        ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
 
 
 def _save(fig: Any, path: Path) -> None:
@@ -119,15 +133,72 @@ def plot_layers(table: Table, path: Path) -> bool:
                 continue
             x = [layer for layer, _ in cells]
             y = [c.mean * scale for _, c in cells]
-            (line,) = ax.plot(x, y, marker="o", markersize=3, label=group)
-            half = [math.nan if c.half_width is None else c.half_width * scale for _, c in cells]
-            if not all(math.isnan(h) for h in half):
-                low = [m - h for m, h in zip(y, half)]
-                high = [m + h for m, h in zip(y, half)]
-                ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
+            _band(ax, x, y, [c for _, c in cells], scale, group)
         ax.set_xlabel("layer")
         ax.set_title(header(base, metric), fontsize="medium")
     fig.suptitle(table.title, fontsize="medium")
+    _save(fig, path)
+    return True
+
+
+def model_step(table: Table, group_runs: Sequence[Run]) -> int | None:
+    """The training step of the model ``table`` measured: a checkpoint's from its name, the
+    final model's from its runs' ``train.steps`` (None when unknown or they differ)."""
+    if table.model is None:
+        return None
+    if table.model == "model":
+        steps = {run.flat.get("train.steps") for run in group_runs}
+        return steps.pop() if len(steps) == 1 and isinstance(next(iter(steps)), int) else None
+    return checkpoint_step(Path(table.model)) if table.model.startswith("checkpoints") else None
+
+
+def checkpoint_families(tables: Sequence[Table]) -> list[list[Table]]:
+    """Tables of one measurement (evaluation, label, version, options) on several models
+    of the runs, at least one a checkpoint: a learning curve each, in first-seen order."""
+    families: dict[tuple, list[Table]] = {}
+    for table in tables:
+        key = (table.eval, table.label, repr(table.version), repr(sorted(table.options.items())))
+        families.setdefault(key, []).append(table)
+    return [
+        family
+        for family in families.values()
+        if any((t.model or "").startswith("checkpoints/") for t in family)
+    ]
+
+
+def plot_checkpoints(family: Sequence[Table], path: Path) -> bool:
+    """Each non-count metric of one measurement against the training step of the model it
+    measured (the runs' checkpoints and final models), one panel per metric, one line per
+    group and layer or bin (its 95% interval as a band). False, and nothing written, when
+    no metric has two steps."""
+    points: dict[tuple[str, str], list] = {}  # (metric, line) -> [(step, cell)]
+    first = family[0]
+    bases = [b for b, m in first.columns().items() if m.unit != "count"]
+    for table in family:
+        for row in table.rows:
+            step = model_step(table, row.group.runs)
+            if step is None:
+                continue
+            line = f"{row.group.label} {row.prefix}".strip()
+            for base in bases:
+                if base in row.cells:
+                    points.setdefault((base, line), []).append((step, row.cells[base]))
+    drawn = [b for b in bases if any(len(v) > 1 for (m, _), v in points.items() if m == b)]
+    if not drawn:
+        return False
+    fig, axes = _axes(len(drawn), 4.0, 3.0)
+    for ax, base in zip(axes, drawn):
+        metric = first.metrics[base]
+        scale = 100.0 if metric.unit == "fraction" else 1.0
+        for (m, line), cells in points.items():
+            if m != base:
+                continue
+            cells.sort(key=lambda p: p[0])
+            x = [step for step, _ in cells]
+            _band(ax, x, [c.mean * scale for _, c in cells], [c for _, c in cells], scale, line)
+        ax.set_xlabel("training step")
+        ax.set_title(header(base, metric), fontsize="medium")
+    fig.suptitle(first.name, fontsize="medium")
     _save(fig, path)
     return True
 
@@ -144,4 +215,8 @@ def write_figures(collection: Collection, directory: Path) -> Figures:
             name = f"{stem}-{n}.png"
         if plot_layers(table, directory / name):
             figures.layers[i] = name
+    for family in checkpoint_families(collection.tables):
+        name = f"checkpoints-{slug(family[0].name)}-{len(figures.checkpoints) + 1}.png"
+        if plot_checkpoints(family, directory / name):
+            figures.checkpoints.append((family[0].name, name))
     return figures

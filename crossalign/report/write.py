@@ -126,6 +126,7 @@ def write_report(
         summary["title"] = title
         summary["figures"] = [f"{markdown.FIGURES}/{name}" for _, name in figures.curves]
         summary["figures"] += [f"{markdown.FIGURES}/{name}" for name in figures.layers.values()]
+        summary["figures"] += [f"{markdown.FIGURES}/{name}" for _, name in figures.checkpoints]
         summary["contrasts"] = contrast_json(found)
         summary.update(extra_json or {})
         write_json_atomic(tmp / JSON, summary)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
@@ -16,6 +16,25 @@ from crossalign.study.steps import PreparedStep, is_made
 if TYPE_CHECKING:
     from crossalign.config import RunConfig
     from crossalign.evals.registry import Evaluation
+
+
+class PlannedEval(NamedTuple):
+    """One evaluation a study runs on one run's model: built options, record label and the
+    checkpoint step it measures (None: the final model)."""
+
+    evaluation: Evaluation
+    options: Any
+    label: str | None
+    step: int | None = None
+
+    def model(self, run_dir: Path, final: Path | None = None) -> Path:
+        """The model it measures: the run's (``final``, by default ``RUN/model``), or its
+        checkpoint at ``step``."""
+        from crossalign.checkpoint import checkpoint_name
+
+        if self.step is None:
+            return run_dir / "model" if final is None else final
+        return run_dir / "checkpoints" / checkpoint_name(self.step)
 
 
 def derived_is_written(out: Path, settings: Any) -> bool:
@@ -39,7 +58,7 @@ def holds_config(cfg: RunConfig) -> bool:
     ) == run_config_dict(cfg)
 
 
-def run_state(cfg: RunConfig, evals: Sequence[tuple[Evaluation, Any, str | None]] = ()) -> str:
+def run_state(cfg: RunConfig, evals: Sequence[PlannedEval] = ()) -> str:
     """What ``ensure_trained`` does with ``cfg``: ``done`` (its run directory holds a finished
     run of the same resolved config), ``measured`` (the same config, its model gone, but
     ``results.jsonl`` holds a record of every one of ``evals`` that reads a model: a study's
@@ -54,9 +73,10 @@ def run_state(cfg: RunConfig, evals: Sequence[tuple[Evaluation, Any, str | None]
         return "done"
     if same and evals:
         records = read_results(run_dir)
-        model = run_dir / "model"
-        needed = [(e, opts, label) for e, opts, label in evals if e.model != "none"]
-        if all(find_record(records, e, model, opts, label) for e, opts, label in needed):
+        needed = [e for e in evals if e.evaluation.model != "none"]
+        if all(
+            find_record(records, e.evaluation, e.model(run_dir), e.options, e.label) for e in needed
+        ):
             return "measured"
     return "resume" if same and list_checkpoints(run_dir) else "train"
 
@@ -96,7 +116,11 @@ def unrecorded(run: PlannedRun, state: str, evals: list) -> int:
     from crossalign.evals.results import find_record, read_results
 
     records = read_results(run.run_dir) if state in ("done", "measured", "as is") else []
-    return sum(find_record(records, e, run.model_dir, o, label) is None for e, o, label in evals)
+    return sum(
+        find_record(records, e.evaluation, e.model(run.run_dir, run.model_dir), e.options, e.label)
+        is None
+        for e in evals
+    )
 
 
 def describe_plan(

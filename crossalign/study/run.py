@@ -12,6 +12,7 @@ import yaml
 
 from crossalign.errors import CrossalignError
 from crossalign.study.plan import (
+    PlannedEval,
     derived_is_written,
     describe_plan,
     holds_config,
@@ -82,24 +83,55 @@ def ensure_as_is(run: PlannedRun) -> None:
     write_text_atomic(run.run_dir / CONFIG, yaml.safe_dump(config, sort_keys=False))
 
 
-def ensure_evaluated(
-    run: PlannedRun, evaluation: Evaluation, opts: Any, spec_label: str | None, label: str
-) -> ResultRecord:
-    """The record of ``evaluation`` with built options ``opts`` (and record label
-    ``spec_label``) on the run's model (none for an evaluation that reads none): read from
-    ``RUN/results.jsonl`` when the same measurement is there, else measured and appended
-    there."""
+def ensure_evaluated(run: PlannedRun, planned: PlannedEval, label: str) -> ResultRecord:
+    """The record of ``planned`` on the run's model or checkpoint (none for an evaluation
+    that reads none): read from ``RUN/results.jsonl`` when the same measurement is there,
+    else measured and appended there. A checkpoint pruned or never saved is an error naming
+    it."""
     from crossalign.evals.results import RESULTS, find_record, read_results, run_evaluation
 
-    model = None if evaluation.model == "none" else run.model_dir
+    evaluation, opts, spec_label, step = planned
+    model = None if evaluation.model == "none" else planned.model(run.run_dir, run.model_dir)
     found = find_record(read_results(run.run_dir), evaluation, model, opts, spec_label)
     if found is not None:
         return found
-    print(f"== evaluating {label}: {spec_label or evaluation.name}")
+    if model is not None and not model.is_dir():
+        raise CrossalignError(
+            f"study run '{run.name}' (seed {run.seed}): {spec_label or evaluation.name} "
+            f"measures {model}, which does not exist (pruned, or the run was trained without "
+            "it); train the run again with train.keep_checkpoints large enough"
+        )
+    at = "" if step is None else f" at step {step}"
+    print(f"== evaluating {label}{at}: {spec_label or evaluation.name}")
     record, _ = run_evaluation(
         evaluation, model, opts, results=run.run_dir / RESULTS, label=spec_label
     )
     return record
+
+
+def checkpoint_evals(
+    cfg: RunConfig, planned: PlannedEval, steps: Sequence[int], where: str
+) -> list[PlannedEval]:
+    """``planned`` at each checkpoint step of ``steps`` of the run ``cfg`` trains; a step
+    that is not a multiple of ``train.save_every`` below ``train.steps``, or that
+    ``train.keep_checkpoints`` would prune, is an error naming ``where`` and the fix."""
+    tc = cfg.train
+    last_saved = tc.steps - tc.steps % tc.save_every if tc.save_every else 0
+    for step in steps:
+        if not tc.save_every or step % tc.save_every or step >= tc.steps:
+            raise CrossalignError(
+                f"{where}: step {step} is not a checkpoint of a run of {tc.steps} steps that "
+                f"saves every {tc.save_every} (train.save_every); give multiples of "
+                "train.save_every below train.steps"
+            )
+        kept = (last_saved - step) // tc.save_every + 1
+        if kept > max(tc.keep_checkpoints, 1):
+            raise CrossalignError(
+                f"{where}: step {step} would be pruned: the run keeps "
+                f"{tc.keep_checkpoints} checkpoints (train.keep_checkpoints); set it to at "
+                f"least {kept} in the study's overrides"
+            )
+    return [planned._replace(step=step) for step in steps]
 
 
 def check_run(cfg: RunConfig, run: PlannedRun, made_by_study: Sequence[Path]) -> None:
@@ -196,8 +228,13 @@ def run_study(
                 continue
             evaluation = evaluations().get(spec.eval)
             where = f"evaluations.{spec.eval}.options"
-            opts = evaluation_options(evaluation, spec.options, run, where)
-            evals.append((evaluation, opts, spec.label))
+            planned = PlannedEval(
+                evaluation, evaluation_options(evaluation, spec.options, run, where), spec.label
+            )
+            evals.append(planned)
+            if spec.checkpoints and cfg is not None and evaluation.model != "none":
+                where = f"run '{run.name}': evaluations.{spec.eval}.checkpoints"
+                evals += checkpoint_evals(cfg, planned, spec.checkpoints, where)
         checked.append((run, cfg, evals))
     # what the study writes before its runs read it: derived corpora, prepare outputs and
     # the run directories (a run may start from another's model)
@@ -238,10 +275,7 @@ def run_study(
             ensure_as_is(run)
         else:
             ensure_trained(cfg, label, reuse[run.run_dir])
-        records[run.run_dir] = [
-            ensure_evaluated(run, evaluation, opts, spec_label, label)
-            for evaluation, opts, spec_label in evals
-        ]
+        records[run.run_dir] = [ensure_evaluated(run, planned, label) for planned in evals]
     result = StudyResult(runs=runs, records=records, report=None)
     if report and not prepare_only:
         result.report = write_study_report(study, result)

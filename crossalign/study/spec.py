@@ -74,6 +74,12 @@ class StudyEval:
     runs: list[str] | None = None
     """The runs it measures (None: every run), e.g. BLEU on the translation models only, not
     on the encoders they start from."""
+    checkpoints: list[int] = field(default_factory=list)
+    """Steps of each trained run's checkpoints measured as well as its final model: a
+    learning curve, e.g. zero-shot transfer against pre-training steps. Each must be a
+    multiple of the run's ``train.save_every`` below ``train.steps``, and
+    ``train.keep_checkpoints`` must keep it; ``model`` runs have none. The report draws each
+    metric against the step."""
 
 
 @dataclass
@@ -277,6 +283,12 @@ def _check(study: Study, path: Path) -> None:
             raise CrossalignError(
                 f"{path}: evaluations.{i} ({spec.eval}) names run '{unknown[0]}', which the "
                 f"study does not have; its runs: {', '.join(names)}"
+            )
+        bad = [s for s in spec.checkpoints if not isinstance(s, int) or s < 1]
+        if bad or len(set(spec.checkpoints)) != len(spec.checkpoints):
+            raise CrossalignError(
+                f"{path}: evaluations.{i} ({spec.eval}) checkpoints must be distinct steps "
+                f">= 1, got {spec.checkpoints!r}"
             )
     try:
         check_spec(study.hypotheses, study.gates, names)

@@ -438,3 +438,50 @@ def test_jobs_runs_the_seeds_in_parallel_processes_after_the_shared_run(tmp_path
     assert "== pre-training" not in capsys.readouterr().out
     assert main(["compare", str(path), "--jobs", "2", "--seeds", "0"]) == 2
     assert "--jobs runs every seed in its own process" in capsys.readouterr().err
+
+
+def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsys):
+    """``checkpoints``: each run's checkpoints are measured as well as its final model, each
+    record under its own model; the report draws the metric against the step; records kept
+    without the models are reused; steps the run does not keep are refused before training."""
+    import shutil
+
+    curve = {"eval": "perplexity", "options": {"source": "compute"}, "checkpoints": [2, 4]}
+    path = _study(
+        tmp_path, seeds=[0, 1], vars={"steps": 6}, evaluations=[curve],
+        overrides=["train.save_every=2", "train.keep_checkpoints=3"],
+    )  # fmt: skip
+    assert main(["compare", str(path), "--runs", "mlm"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("== evaluating") == 6 and printed.count("at step 2:") == 2
+    run = tmp_path / "study" / "runs" / "mlm" / "seed-0"
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    places = [Path(r["model"]["path"]).relative_to(run).as_posix() for r in records]
+    assert places == ["model", "checkpoints/step-00000002", "checkpoints/step-00000004"]
+    ppl = [r["metrics"]["mlm_ppl"] for r in records]
+    assert len(set(ppl)) == 3  # three models, three measurements
+    report = tmp_path / "study" / "report"
+    text = (report / "report.md").read_text()
+    assert "## Against the training step" in text and "model checkpoints/step-00000002" in text
+    (figure,) = (report / "figures").glob("checkpoints-perplexity-*.png")
+    assert figure.stat().st_size > 1000
+
+    # kept without their models, the records are reused; a checkpoint's record is not
+    # mistaken for the final model's
+    for seed_run in run.parent.iterdir():
+        shutil.rmtree(seed_run / "model")
+        shutil.rmtree(seed_run / "checkpoints")
+    assert main(["compare", str(path), "--runs", "mlm", "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert "== pre-training" not in printed and "== evaluating" not in printed
+
+    # a step the run would prune, or one it never saves, is refused before any training
+    for bad, why in (([2], "set it to at least 3"), ([3], "is not a checkpoint")):
+        path = _study(
+            tmp_path, seeds=[0], vars={"steps": 6},
+            evaluations=[{**curve, "checkpoints": bad}],
+            overrides=["train.save_every=2", "train.keep_checkpoints=2"],
+        )  # fmt: skip
+        assert main(["compare", str(path), "--runs", "xlm"]) == 2
+        assert why in capsys.readouterr().err
+        assert not (tmp_path / "study" / "runs" / "xlm").exists()

@@ -152,3 +152,38 @@ def test_a_record_older_than_an_option_is_reused_at_that_options_default():
     stale = ResultRecord(eval="toy", model={"config_sha256": None}, options={"lr": 1e-4},
                          metrics={"m": 1.0}, versions={"eval": 1})  # fmt: skip
     assert find_record([stale], evaluation, None, {}) is None  # another version: not reused
+
+
+def test_a_checkpoints_record_is_not_the_final_models(tmp_path):
+    """A run's checkpoint and its final model share the run's config hash; a record of one
+    must not be reused for the other. A record copied with its run (another absolute path)
+    still matches."""
+    from dataclasses import dataclass
+
+    from crossalign.evals.registry import Evaluation
+    from crossalign.evals.results import find_record, model_identity, ResultRecord
+
+    @dataclass
+    class Options:
+        lr: float = 1e-4
+
+    run = tmp_path / "run"
+    for place in ("model", "checkpoints/step-00000500"):
+        (run / place).mkdir(parents=True)
+    (run / "config.yaml").write_text("train: {steps: 1000}\n")
+    evaluation = Evaluation("toy", "a toy", Options, {}, "x:y", version=1)
+
+    def record(model: Path) -> ResultRecord:
+        return ResultRecord(eval="toy", model=model_identity(model), options={"lr": 1e-4},
+                            metrics={"m": 1.0}, versions={"eval": 1})  # fmt: skip
+
+    checkpoint = record(run / "checkpoints" / "step-00000500")
+    assert checkpoint.place == "checkpoints/step-00000500"
+    assert find_record([checkpoint], evaluation, run / "model", {}) is None
+    assert find_record([checkpoint], evaluation, checkpoint.model["path"], {}) is checkpoint
+    final = record(run / "model")
+    assert find_record([final, checkpoint], evaluation, run / "model", {}) is final
+    copied = tmp_path / "copy"
+    (run).rename(copied)
+    assert find_record([final], evaluation, copied / "model", {}) is final
+    assert find_record([final], evaluation, copied / "checkpoints" / "step-00000500", {}) is None
