@@ -94,10 +94,7 @@ class _PackingField(ObjectiveOptions):
 
 
 @dataclass
-class MaskedLMOptions(MLMOptions, _PackingField):
-    """``mlm``: 80/10/10 masking of a share of the tokens, on blocks of the text stream or one
-    sentence per row."""
-
+class _RowFields(_PackingField):
     line_by_line: bool = False
     """One sentence per row, ``[cls] sentence [sep]`` with positions from 0 (Hugging Face
     run_mlm's --line_by_line; Dufter & Schütze's set-up), instead of blocks of
@@ -105,14 +102,24 @@ class MaskedLMOptions(MLMOptions, _PackingField):
     streams, the default). Needs whole sentences: a token store, not a streamed source. With
     ``packing``, several sentences share a row."""
 
-    def __post_init__(self) -> None:
+    def check_rows(self, name: str) -> None:
+        """Check ``line_by_line`` and ``packing`` (which packs sentences, so needs it)."""
         check_flag("line_by_line", self.line_by_line)
         check_flag("packing", self.packing)
         if self.packing and not self.line_by_line:
             raise CrossalignError(
-                "mlm: packing: true packs sentences, so it needs line_by_line: true (blocks of "
-                "the text stream have no padding to save)"
+                f"{name}: packing: true packs sentences, so it needs line_by_line: true "
+                "(blocks of the text stream have no padding to save)"
             )
+
+
+@dataclass
+class MaskedLMOptions(MLMOptions, _RowFields):
+    """``mlm``: 80/10/10 masking of a share of the tokens, on blocks of the text stream or one
+    sentence per row."""
+
+    def __post_init__(self) -> None:
+        self.check_rows("mlm")
         self.check_masking()
 
 
@@ -139,11 +146,12 @@ class _AlignFields(ObjectiveOptions):
 
 
 @dataclass
-class AlignMLMOptions(MLMOptions, _AlignFields):
-    """``align_mlm``: MLM's options and the dictionary whose pairs' embeddings are pulled
-    together."""
+class AlignMLMOptions(MLMOptions, _AlignFields, _RowFields):
+    """``align_mlm``: MLM's options (blocks or one sentence per row) and the dictionary whose
+    pairs' embeddings are pulled together."""
 
     def __post_init__(self) -> None:
+        self.check_rows("align_mlm")
         self.check_masking()
         check_range("alpha", self.alpha, 0)
 
@@ -168,10 +176,12 @@ class _DictTailFields(ObjectiveOptions):
 
 
 @dataclass
-class DictMLMOptions(_DictTailFields, MLMOptions, _DictHeadFields):
-    """``dict_mlm``: MLM's options and the dictionary's translations of masked tokens."""
+class DictMLMOptions(_DictTailFields, MLMOptions, _DictHeadFields, _RowFields):
+    """``dict_mlm``: MLM's options (blocks or one sentence per row) and the dictionary's
+    translations of masked tokens."""
 
     def __post_init__(self) -> None:
+        self.check_rows("dict_mlm")
         self.check_masking()
         check_range("translate_prob", self.translate_prob, 0, 1)
         check_choice("no_translation", self.no_translation, NO_TRANSLATION)

@@ -402,3 +402,30 @@ def test_align_mlm_loss_adds_the_aux_term_and_reports_lm_loss(derived_files):
         emb -= 0.5 * emb.grad
     after = torch.nn.functional.cosine_similarity(emb[src], emb[tgt], dim=-1)
     assert after.mean() > cos.mean() + 0.05
+
+
+@pytest.mark.parametrize("name", ["align_mlm", "dict_mlm"])
+def test_dictionary_objectives_train_one_sentence_per_row_packed_as_padded(derived_files, name):
+    """``line_by_line`` (and ``packing``) as ``mlm`` has them: one sentence per row, the same
+    loss, metrics and gradients packed as padded (the alignment term included)."""
+    from .test_packing import assert_packs_as_padded
+
+    twin, out = derived_files
+    make = OBJECTIVES.get(name)
+    ctx = _context(twin)
+    dictionary = str(out / "dictionary/train.txt")
+    padded = make(ctx, dictionary=dictionary, line_by_line=True)
+    packed = make(ctx, dictionary=dictionary, line_by_line=True, packing=True)
+    assert padded.data == packed.data == "sentences"
+    assert make(ctx, dictionary=dictionary).data == "mono"
+    rng = np.random.default_rng(2)
+    v = len(twin) // 2
+    sentences = [rng.integers(5, v, n) for n in (3, 9, 2, 12, 5, 4, 7)]
+    raw = RawBatch(source="en", sentences=sentences)
+    batch = padded.collate(raw, torch.Generator().manual_seed(0))
+    assert (batch["input_ids"][:, 0] == twin.cls_token_id).all()
+    assert_packs_as_padded(padded, packed, raw, vocab=len(twin))
+    derived = RawBatch("en-XD", sentences=[s + v for s in sentences])
+    assert_packs_as_padded(padded, packed, derived, vocab=len(twin))
+    with pytest.raises(CrossalignError, match=f"{name}: packing: true .* needs line_by_line"):
+        make(ctx, dictionary=dictionary, packing=True)
