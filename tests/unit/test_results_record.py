@@ -161,7 +161,7 @@ def test_a_checkpoints_record_is_not_the_final_models(tmp_path):
     from dataclasses import dataclass
 
     from crossalign.evals.registry import Evaluation
-    from crossalign.evals.results import find_record, model_identity, ResultRecord
+    from crossalign.evals.results import ResultRecord, find_record, model_identity
 
     @dataclass
     class Options:
