@@ -21,7 +21,8 @@ class StudyResult:
 
     runs: list[PlannedRun]
     records: dict[Path, list[ResultRecord]]
-    """The study's result records per run directory."""
+    """The study's result records of each run's final model, per run directory (its
+    checkpoints' records are in ``RUN/results.jsonl`` and the report's tables and curves)."""
     report: Path | None
 
 

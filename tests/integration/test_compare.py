@@ -465,6 +465,12 @@ def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsy
     assert "## Against the training step" in text and "model checkpoints/step-00000002" in text
     (figure,) = (report / "figures").glob("checkpoints-perplexity-*.png")
     assert figure.stat().st_size > 1000
+    # hypotheses, gates and contrasts read the final models' records only
+    from crossalign.study.run import run_study
+
+    result = run_study(select_runs(load_study(path), ["mlm"]), report=False)
+    assert [[r.place for r in kept] for kept in result.records.values()] == [["model"]] * 2
+    assert result.records[run][0].metrics == records[0]["metrics"]
 
     # kept without their models, the records are reused; a checkpoint's record is not
     # mistaken for the final model's
