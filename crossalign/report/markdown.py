@@ -60,8 +60,10 @@ def results_table(table: Table) -> str:
 
 
 def train_minutes(run: Run) -> float | None:
-    """Wall-clock minutes the run trained (its last ``train_seconds`` log entry), or None for
-    a log without one."""
+    """Wall-clock minutes the run trained (its last ``train_seconds`` log entry; 0 for a
+    model evaluated as it is, ``train.steps: 0``), or None for a log without one."""
+    if run.flat.get("train.steps") == 0:
+        return 0.0
     seconds = [m["train_seconds"] for m in run.metrics if "train_seconds" in m]
     return seconds[-1] / 60 if seconds else None
 
@@ -84,7 +86,7 @@ def runs_table(collection: Collection) -> str:
     rows = [
         [
             escape(g.label),
-            escape(", ".join(str(r.seed) for r in g.runs)),
+            escape(", ".join("—" if r.seed is None else str(r.seed) for r in g.runs)),
             escape(", ".join(str(r.path) for r in g.runs)),
             _minutes([train_minutes(r) for r in g.runs]),
             _minutes([eval_minutes(r) for r in g.runs]),

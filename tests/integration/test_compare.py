@@ -287,7 +287,8 @@ def test_a_model_run_is_evaluated_as_it_is(tmp_path, capsys):
     assert record["model"]["path"] == str(base.resolve())
     assert not (base / "results.jsonl").exists()
     report = (tmp_path / "study" / "report" / "report.md").read_text()
-    assert "| start |" in report
+    # no seed, and no training time: 0 minutes, not n/a
+    assert f"| start | — | {start} | 0.0 |" in report and "without a logged time" not in report
     assert main(["compare", str(path), "--dry-run"]) == 0
     assert f"run      as is   {start}  (0 steps; 0 of 1" in capsys.readouterr().out
     assert main(["compare", str(path), "--no-report"]) == 0
