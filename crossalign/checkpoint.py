@@ -30,11 +30,24 @@ MARKER = "COMPLETE"
 STATE = "trainer_state.json"
 MANIFEST = "MANIFEST.json"
 CONFIG = "config.yaml"
+CHECKPOINTS = "checkpoints"
+"""The run directory's folder of checkpoints."""
 
 
 def checkpoint_name(step: int) -> str:
     """Directory name of the checkpoint after ``step`` optimizer steps."""
     return f"step-{step:08d}"
+
+
+def checkpoint_dir(run_dir: str | Path, step: int) -> Path:
+    """``RUN/checkpoints/step-N``: where the checkpoint after ``step`` steps is saved."""
+    return Path(run_dir) / CHECKPOINTS / checkpoint_name(step)
+
+
+def is_checkpoint_place(place: str | None) -> bool:
+    """Whether a model's place in its run (``ResultRecord.place``) is one of its
+    checkpoints (``checkpoints/step-N``), not its final ``model``."""
+    return place is not None and Path(place).parent.as_posix() == CHECKPOINTS
 
 
 def checkpoint_step(path: Path) -> int | None:
@@ -95,7 +108,7 @@ def checkpoint_problem(path: Path, verify: bool = False) -> str | None:
 
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
     """Checkpoint directories of a run (good or not), newest step first."""
-    root = Path(run_dir) / "checkpoints"
+    root = Path(run_dir) / CHECKPOINTS
     if not root.is_dir():
         return []
     found = [p for p in root.iterdir() if checkpoint_step(p) is not None]
@@ -147,7 +160,7 @@ def move_aside(paths: list[Path], run_dir: str | Path, why: str) -> Path | None:
     if not paths:
         return None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    folder = Path(run_dir) / "checkpoints" / why / stamp
+    folder = Path(run_dir) / CHECKPOINTS / why / stamp
     n = 1
     while folder.exists():
         n += 1

@@ -87,10 +87,10 @@ class MLMOptions(ObjectiveOptions):
 class _PackingField(ObjectiveOptions):
     packing: bool = False
     """Pack several pairs (sentences, for ``mass``, ``mass_gc``, ``dae`` and line-by-line
-    ``mlm``) into each row of ``data.max_length`` tokens (block-diagonal attention, positions
-    kept; an encoder-decoder's encoder and decoder rows packed pair by pair), so no position is
-    padding; the same examples, masks, loss and gradients as the padded rows (tested), in
-    fewer rows."""
+    ``mlm``, ``align_mlm`` and ``dict_mlm``) into each row of ``data.max_length`` tokens
+    (block-diagonal attention, positions kept; an encoder-decoder's encoder and decoder rows
+    packed pair by pair), so no position is padding; the same examples, masks, loss and
+    gradients as the padded rows (tested), in fewer rows."""
 
 
 @dataclass

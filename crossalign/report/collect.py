@@ -108,6 +108,9 @@ class Table:
     """By base name, in the evaluation's declared order."""
     rows: list[Row] = field(default_factory=list)
     title: str = ""
+    measure: str = ""
+    """The title without the model: what the tables of one measurement on several models
+    (a run's checkpoints and final model) share."""
 
     @property
     def name(self) -> str:
@@ -250,10 +253,18 @@ def _mark_best(table: Table) -> None:
                 c.best = math.isclose(c.mean, best, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def _title(table: Table, tables: Sequence[Table]) -> str:
+def _same_measure(a: Table, b: Table) -> bool:
+    """Whether two tables hold one measurement (evaluation, label, version, options),
+    perhaps on other models."""
+    return (a.eval, a.label, a.version, a.options) == (b.eval, b.label, b.version, b.options)
+
+
+def _title(table: Table, tables: Sequence[Table], model: bool = True) -> str:
     """The table's name, with what tells it from other tables of the same name: the
-    options that differ, the evaluation's version, the model evaluated."""
+    options that differ, the evaluation's version and (``model``) the model evaluated."""
     same = [t for t in tables if t.name == table.name and t is not table]
+    if not model:
+        same = [t for t in same if not _same_measure(t, table)]
     keys = dict.fromkeys(k for t in [table, *same] for k in t.options)
     details = [table.eval] if table.label else []
     details += [
@@ -263,8 +274,10 @@ def _title(table: Table, tables: Sequence[Table]) -> str:
     ]
     if any(t.version != table.version for t in same):
         details.append(f"version {table.version}")
-    if any(t.model != table.model for t in same) or table.model not in (None, "model", "."):
-        details.append(f"model {table.model}")
+    if model and (
+        any(t.model != table.model for t in same) or table.model not in (None, "model", ".")
+    ):
+        details.append("final model" if table.model == "model" else f"model {table.model}")
     return f"{table.name} ({', '.join(details)})" if details else table.name
 
 
@@ -308,6 +321,7 @@ def result_tables(groups: Sequence[Group], lookup: Lookup) -> list[Table]:
         tables.append(table)
     for table in tables:
         table.title = _title(table, tables)
+        table.measure = _title(table, tables, model=False)
     return tables
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from crossalign.checkpoint import is_checkpoint_place
 from crossalign.errors import CrossalignError
 from crossalign.evals.registry import Metric
 from crossalign.report.collect import Cell, Collection
@@ -76,10 +77,13 @@ def find_group(collection: Collection, side: Side) -> str:
 
 def contrasts(collection: Collection, baseline: Side, method: Side) -> list[Contrast]:
     """Every ranked measure (a metric with a direction) that both groups have, in table order:
-    ``method`` against ``baseline`` (``find_group``)."""
+    ``method`` against ``baseline`` (``find_group``); measurements of checkpoints are left
+    out."""
     first, second = find_group(collection, baseline), find_group(collection, method)
     out = []
     for table in collection.tables:
+        if is_checkpoint_place(table.model):
+            continue  # the final models are compared; checkpoints are the curves'
         for prefix in dict.fromkeys(row.prefix for row in table.rows):
             rows = {r.group.label: r for r in table.rows if r.prefix == prefix}
             if first not in rows or second not in rows:

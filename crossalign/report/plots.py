@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crossalign.checkpoint import checkpoint_step
+from crossalign.checkpoint import checkpoint_step, is_checkpoint_place
 from crossalign.report.collect import Collection, Run, Table
 from crossalign.report.tables import header
 
@@ -142,28 +142,25 @@ def plot_layers(table: Table, path: Path) -> bool:
 
 
 def model_step(table: Table, group_runs: Sequence[Run]) -> int | None:
-    """The training step of the model ``table`` measured: a checkpoint's from its name, the
-    final model's from its runs' ``train.steps`` (None when unknown or they differ)."""
-    if table.model is None:
+    """The training step of the model ``table`` measured: a checkpoint's from its name, a
+    trained run's final model's from its runs' ``train.steps``; None when unknown, when
+    they differ, or for a model evaluated as it is (``train.steps: 0``)."""
+    if is_checkpoint_place(table.model):
+        return checkpoint_step(Path(table.model))
+    if table.model != "model":
         return None
-    if table.model == "model":
-        steps = {run.flat.get("train.steps") for run in group_runs}
-        return steps.pop() if len(steps) == 1 and isinstance(next(iter(steps)), int) else None
-    return checkpoint_step(Path(table.model)) if table.model.startswith("checkpoints") else None
+    steps = {run.flat.get("train.steps") for run in group_runs}
+    step = steps.pop() if len(steps) == 1 else None
+    return step if isinstance(step, int) and step > 0 else None
 
 
 def checkpoint_families(tables: Sequence[Table]) -> list[list[Table]]:
-    """Tables of one measurement (evaluation, label, version, options) on several models
-    of the runs, at least one a checkpoint: a learning curve each, in first-seen order."""
-    families: dict[tuple, list[Table]] = {}
+    """Tables of one measurement (``Table.measure``) on several models of the runs, at
+    least one a checkpoint: a learning curve each, in first-seen order."""
+    families: dict[str, list[Table]] = {}
     for table in tables:
-        key = (table.eval, table.label, repr(table.version), repr(sorted(table.options.items())))
-        families.setdefault(key, []).append(table)
-    return [
-        family
-        for family in families.values()
-        if any((t.model or "").startswith("checkpoints/") for t in family)
-    ]
+        families.setdefault(table.measure, []).append(table)
+    return [f for f in families.values() if any(is_checkpoint_place(t.model) for t in f)]
 
 
 def plot_checkpoints(family: Sequence[Table], path: Path) -> bool:
@@ -198,7 +195,7 @@ def plot_checkpoints(family: Sequence[Table], path: Path) -> bool:
             _band(ax, x, [c.mean * scale for _, c in cells], [c for _, c in cells], scale, line)
         ax.set_xlabel("training step")
         ax.set_title(header(base, metric), fontsize="medium")
-    fig.suptitle(first.name, fontsize="medium")
+    fig.suptitle(first.measure, fontsize="medium")
     _save(fig, path)
     return True
 
@@ -216,7 +213,7 @@ def write_figures(collection: Collection, directory: Path) -> Figures:
         if plot_layers(table, directory / name):
             figures.layers[i] = name
     for family in checkpoint_families(collection.tables):
-        name = f"checkpoints-{slug(family[0].name)}-{len(figures.checkpoints) + 1}.png"
+        name = f"checkpoints-{slug(family[0].measure)}-{len(figures.checkpoints) + 1}.png"
         if plot_checkpoints(family, directory / name):
-            figures.checkpoints.append((family[0].name, name))
+            figures.checkpoints.append((family[0].measure, name))
     return figures

@@ -27,14 +27,16 @@ class PlannedEval(NamedTuple):
     label: str | None
     step: int | None = None
 
-    def model(self, run_dir: Path, final: Path | None = None) -> Path:
-        """The model it measures: the run's (``final``, by default ``RUN/model``), or its
-        checkpoint at ``step``."""
-        from crossalign.checkpoint import checkpoint_name
+    def model(self, run_dir: Path, final: Path | None = None) -> Path | None:
+        """The model it measures: the run's (``final``, by default ``RUN/model``), its
+        checkpoint at ``step``, or None for an evaluation that reads no model."""
+        from crossalign.checkpoint import checkpoint_dir
 
+        if self.evaluation.model == "none":
+            return None
         if self.step is None:
             return run_dir / "model" if final is None else final
-        return run_dir / "checkpoints" / checkpoint_name(self.step)
+        return checkpoint_dir(run_dir, self.step)
 
 
 def derived_is_written(out: Path, settings: Any) -> bool:

@@ -41,9 +41,7 @@ def ensure_derived(out: Path, settings: Any) -> None:
     write_derived(out, settings, settings.command_line(str(out)))
 
 
-def ensure_trained(
-    cfg: RunConfig, label: str, evals: Sequence[tuple[Evaluation, Any, str | None]] = ()
-) -> Path:
+def ensure_trained(cfg: RunConfig, label: str, evals: Sequence[PlannedEval] = ()) -> Path:
     """Train the run ``cfg`` describes unless ``run_state`` finds it finished (``done``) or
     measured by every one of ``evals`` (``measured``): a run directory whose ``config.yaml``
     equals it and holds ``model/`` or all those records is reused, one with checkpoints is
@@ -91,15 +89,16 @@ def ensure_evaluated(run: PlannedRun, planned: PlannedEval, label: str) -> Resul
     from crossalign.evals.results import RESULTS, find_record, read_results, run_evaluation
 
     evaluation, opts, spec_label, step = planned
-    model = None if evaluation.model == "none" else planned.model(run.run_dir, run.model_dir)
+    model = planned.model(run.run_dir, run.model_dir)
     found = find_record(read_results(run.run_dir), evaluation, model, opts, spec_label)
     if found is not None:
         return found
-    if model is not None and not model.is_dir():
+    if model is not None and step is not None and not model.is_dir():
         raise CrossalignError(
             f"study run '{run.name}' (seed {run.seed}): {spec_label or evaluation.name} "
-            f"measures {model}, which does not exist (pruned, or the run was trained without "
-            "it); train the run again with train.keep_checkpoints large enough"
+            f"measures checkpoint {model}, which does not exist (pruned: a checkpoint saved on "
+            "an interrupt counts toward train.keep_checkpoints too); raise "
+            "train.keep_checkpoints and train the run again"
         )
     at = "" if step is None else f" at step {step}"
     print(f"== evaluating {label}{at}: {spec_label or evaluation.name}")
@@ -114,17 +113,25 @@ def checkpoint_evals(
 ) -> list[PlannedEval]:
     """``planned`` at each checkpoint step of ``steps`` of the run ``cfg`` trains; a step
     that is not a multiple of ``train.save_every`` below ``train.steps``, or that
-    ``train.keep_checkpoints`` would prune, is an error naming ``where`` and the fix."""
+    ``train.keep_checkpoints`` would prune, is an error naming ``where`` and the fix. The run
+    saves every ``save_every`` steps and at its last step (``TrainingLoop.finish``), then keeps
+    the newest ``keep_checkpoints``."""
     tc = cfg.train
-    last_saved = tc.steps - tc.steps % tc.save_every if tc.save_every else 0
+    if not tc.save_every:
+        raise CrossalignError(
+            f"{where}: the run saves no checkpoint but its last (train.save_every is 0); set "
+            "train.save_every in the study's overrides"
+        )
+    last_multiple = tc.steps - tc.steps % tc.save_every
+    final_extra = 1 if tc.steps % tc.save_every else 0  # the last step's own checkpoint
     for step in steps:
-        if not tc.save_every or step % tc.save_every or step >= tc.steps:
+        if step % tc.save_every or step >= tc.steps:
             raise CrossalignError(
                 f"{where}: step {step} is not a checkpoint of a run of {tc.steps} steps that "
                 f"saves every {tc.save_every} (train.save_every); give multiples of "
                 "train.save_every below train.steps"
             )
-        kept = (last_saved - step) // tc.save_every + 1
+        kept = (last_multiple - step) // tc.save_every + 1 + final_extra
         if kept > max(tc.keep_checkpoints, 1):
             raise CrossalignError(
                 f"{where}: step {step} would be pruned: the run keeps "
@@ -132,6 +139,28 @@ def checkpoint_evals(
                 f"least {kept} in the study's overrides"
             )
     return [planned._replace(step=step) for step in steps]
+
+
+def check_checkpoints(study: Study, runs: Sequence[PlannedRun]) -> None:
+    """Refuse ``checkpoints`` on an evaluation that reads no model, or that measures no
+    trained run (a ``model`` run has no checkpoints): it would silently measure nothing."""
+    from crossalign.evals.registry import evaluations
+
+    for i, spec in enumerate(study.evaluations):
+        if not spec.checkpoints:
+            continue
+        where = f"study '{study.name}': evaluations.{i} ({spec.eval})"
+        if evaluations().get(spec.eval).model == "none":
+            raise CrossalignError(
+                f"{where} reads no model, so it has no checkpoints to measure; drop its "
+                "'checkpoints'"
+            )
+        trained = [run for run in runs if run.model is None]
+        if not any(spec.runs is None or run.name in spec.runs for run in trained):
+            raise CrossalignError(
+                f"{where} measures no trained run (a model run has no checkpoints); drop its "
+                "'checkpoints' or name a trained run in its 'runs'"
+            )
 
 
 def check_run(cfg: RunConfig, run: PlannedRun, made_by_study: Sequence[Path]) -> None:
@@ -204,6 +233,7 @@ def run_study(
 
         require("matplotlib", "plots", "the study's report (or --no-report)")
     # every derive setting, run config and evaluation option is checked before any work
+    check_checkpoints(study, runs)
     derives: dict[Path, DeriveSettings] = {}
     steps: dict[Path, PreparedStep] = {}
     cell_steps: list[list[PreparedStep]] = []
@@ -232,7 +262,7 @@ def run_study(
                 evaluation, evaluation_options(evaluation, spec.options, run, where), spec.label
             )
             evals.append(planned)
-            if spec.checkpoints and cfg is not None and evaluation.model != "none":
+            if spec.checkpoints and cfg is not None:
                 where = f"run '{run.name}': evaluations.{spec.eval}.checkpoints"
                 evals += checkpoint_evals(cfg, planned, spec.checkpoints, where)
         checked.append((run, cfg, evals))
@@ -310,11 +340,23 @@ def write_study_report(study: Study, result: StudyResult) -> Path:
     return Path(paths.markdown)
 
 
+def final_records(run: PlannedRun, records: Sequence[ResultRecord]) -> list[ResultRecord]:
+    """``records`` without those of a trained run's checkpoints (``checkpoints/step-N``):
+    hypotheses, gates and contrasts judge the final models. A ``model`` run's records are all
+    of its model."""
+    if run.model is not None:
+        return list(records)
+    from crossalign.checkpoint import is_checkpoint_place
+
+    return [r for r in records if not is_checkpoint_place(r.place)]
+
+
 def report_study(study: Study) -> StudyResult:
     """The study's report from the records its run directories hold, with nothing trained or
     evaluated: every run directory with a ``results.jsonl`` is read as it is, whatever options
     or version of an evaluation made its records (the latest record of each evaluation or
-    label counts). For judging a study's hypotheses from records kept without models."""
+    label on a run's final model counts; its checkpoints' records go to the report's tables
+    and curves only). For judging a study's hypotheses from records kept without models."""
     from crossalign.evals.results import RESULTS, read_results
 
     runs = [r for r in plan(study) if (r.run_dir / RESULTS).is_file()]
@@ -323,7 +365,7 @@ def report_study(study: Study) -> StudyResult:
             f"study '{study.name}': no run directory under {study.out} holds {RESULTS}; run "
             "'crossalign compare' first"
         )
-    result = StudyResult(runs=runs, records={r.run_dir: read_results(r.run_dir) for r in runs},
-                         report=None)  # fmt: skip
+    records = {r.run_dir: final_records(r, read_results(r.run_dir)) for r in runs}
+    result = StudyResult(runs=runs, records=records, report=None)
     result.report = write_study_report(study, result)
     return result

@@ -284,7 +284,7 @@ def _check(study: Study, path: Path) -> None:
                 f"{path}: evaluations.{i} ({spec.eval}) names run '{unknown[0]}', which the "
                 f"study does not have; its runs: {', '.join(names)}"
             )
-        bad = [s for s in spec.checkpoints if not isinstance(s, int) or s < 1]
+        bad = [s for s in spec.checkpoints if type(s) is not int or s < 1]
         if bad or len(set(spec.checkpoints)) != len(spec.checkpoints):
             raise CrossalignError(
                 f"{path}: evaluations.{i} ({spec.eval}) checkpoints must be distinct steps "

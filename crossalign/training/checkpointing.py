@@ -22,7 +22,7 @@ from crossalign.checkpoint import (
     MANIFEST,
     MARKER,
     STATE,
-    checkpoint_name,
+    checkpoint_dir,
     checkpoint_step,
     good_checkpoints,
     list_checkpoints,
@@ -69,7 +69,7 @@ def save_checkpoint(
     A failed write (disk full, permissions) removes the partial checkpoint and raises one line
     naming the file; the previous checkpoints are untouched.
     """
-    final = run_dir / "checkpoints" / checkpoint_name(step)
+    final = checkpoint_dir(run_dir, step)
     tmp = final.with_name(f".{final.name}.tmp")
     main = accelerator.is_main_process
 

@@ -364,6 +364,9 @@ def test_records_without_models_are_reused_and_a_new_evaluation_retrains(
     printed = capsys.readouterr().out
     assert "== pre-training" not in printed and printed.count("== evaluating") == 2
     assert not any((run / "model").exists() for run in runs)
+    # once recorded, the model-free evaluation counts as done in the dry run
+    assert main(["compare", str(path), f"evaluations={json.dumps(with_free)}", "--dry-run"]) == 0
+    assert capsys.readouterr().out.count("0 of 3 evaluations to run") == 2
 
     # an evaluation they were not measured by needs the model: the runs are trained again
     assert main(["compare", str(path), "evaluations.1.options.layer=1", "--no-report"]) == 0
@@ -441,7 +444,7 @@ def test_jobs_runs_the_seeds_in_parallel_processes_after_the_shared_run(tmp_path
     assert "--jobs runs every seed in its own process" in capsys.readouterr().err
 
 
-def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsys):
+def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsys, monkeypatch):
     """``checkpoints``: each run's checkpoints are measured as well as its final model, each
     record under its own model; the report draws the metric against the step; records kept
     without the models are reused; steps the run does not keep are refused before training."""
@@ -467,11 +470,14 @@ def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsy
     (figure,) = (report / "figures").glob("checkpoints-perplexity-*.png")
     assert figure.stat().st_size > 1000
     # hypotheses, gates and contrasts read the final models' records only
-    from crossalign.study.run import run_study
+    from crossalign.study.run import report_study, run_study
 
     result = run_study(select_runs(load_study(path), ["mlm"]), report=False)
     assert [[r.place for r in kept] for kept in result.records.values()] == [["model"]] * 2
     assert result.records[run][0].metrics == records[0]["metrics"]
+    result = report_study(select_runs(load_study(path), ["mlm"]))  # from the records alone
+    assert [[r.place for r in kept] for kept in result.records.values()] == [["model"]] * 2
+    assert "perplexity (final model)" in text
 
     # kept without their models, the records are reused; a checkpoint's record is not
     # mistaken for the final model's
@@ -482,13 +488,34 @@ def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsy
     printed = capsys.readouterr().out
     assert "== pre-training" not in printed and "== evaluating" not in printed
 
-    # a step the run would prune, or one it never saves, is refused before any training
-    for bad, why in (([2], "set it to at least 3"), ([3], "is not a checkpoint")):
+    # a step the run would prune, or one it never saves, is refused before any training; so
+    # are checkpoints of an evaluation that reads no model, or that measures no trained run.
+    # 7 steps saving every 2 keep steps 2, 4, 6 and the last step's own, 7: 4 checkpoints
+    monkeypatch.setitem(EVALS._items, MODEL_FREE.name, MODEL_FREE)
+    free = {"eval": MODEL_FREE.name, "checkpoints": [2]}
+    start = {"name": "start", "model": str(run)}
+    for steps, keep, change, why in (
+        (6, 2, {"evaluations": [{**curve, "checkpoints": [2]}]}, "set it to at least 3"),
+        (7, 3, {"evaluations": [{**curve, "checkpoints": [2]}]}, "set it to at least 4"),
+        (6, 2, {"evaluations": [{**curve, "checkpoints": [3]}]}, "is not a checkpoint"),
+        (6, 2, {"evaluations": [free]}, "reads no model, so it has no checkpoints"),
+        (6, 2, {"evaluations": [{**curve, "runs": ["start"]}], "runs": [start]},
+         "measures no trained run"),
+    ):  # fmt: skip
         path = _study(
-            tmp_path, seeds=[0], vars={"steps": 6},
-            evaluations=[{**curve, "checkpoints": bad}],
-            overrides=["train.save_every=2", "train.keep_checkpoints=2"],
+            tmp_path, seeds=[0], vars={"steps": steps},
+            overrides=["train.save_every=2", f"train.keep_checkpoints={keep}"], **change,
         )  # fmt: skip
-        assert main(["compare", str(path), "--runs", "xlm"]) == 2
+        assert (
+            main(["compare", str(path), "--runs", change.get("runs", [{"name": "xlm"}])[0]["name"]])
+            == 2
+        )
         assert why in capsys.readouterr().err
         assert not (tmp_path / "study" / "runs" / "xlm").exists()
+    path = _study(
+        tmp_path, seeds=[0], vars={"steps": 7}, evaluations=[{**curve, "checkpoints": [2]}],
+        overrides=["train.save_every=2", "train.keep_checkpoints=4"],
+    )  # fmt: skip
+    assert main(["compare", str(path), "--runs", "xlm", "--no-report"]) == 0
+    xlm = tmp_path / "study" / "runs" / "xlm" / "checkpoints"
+    assert sorted(p.name for p in xlm.iterdir() if p.name.startswith("step-"))[0] == "step-00000002"

@@ -485,3 +485,28 @@ def test_contrast_sides_given_as_run_directories_pick_their_groups(tmp_path):
     text = write_report(every, tmp_path / "r", lookup=LOOKUP, contrasts=pairs).markdown.read_text()
     assert "**trans/xlm vs trans/mlm**: of 1 ranked measures, 1 better" in text
     assert "**inv/xlm vs inv/mlm**: of 1 ranked measures, 1 better" in text
+
+
+def test_contrasts_compare_final_models_not_checkpoints(tmp_path):
+    """A measurement of checkpoints (a study's ``checkpoints``) gets its own tables and a
+    curve, but the contrasts, and their multiple-test adjustment, count final models only."""
+
+    def at(rec: dict, place: str) -> dict:
+        run = rec["model"]["run"]
+        return {**rec, "model": {**rec["model"], "path": f"{run}/{place}"}}
+
+    runs = []
+    for obj, hits in {"mlm": (0.30, 0.34, 0.35), "xlm": (0.50, 0.52, 0.57)}.items():
+        for seed, hit in enumerate(hits):
+            name = f"{obj}-s{seed}"
+            final = record(name, "bli", {"hit@1": hit, "aer": 0.2 + seed / 100})
+            early = at(record(name, "bli", {"hit@1": hit / 2, "aer": 0.1 + seed}),
+                       "checkpoints/step-00000002")  # fmt: skip
+            cfg = {**config(obj, seed), "train": {**config(obj, seed)["train"], "steps": 4}}
+            runs.append(make_run(tmp_path, name, cfg, results=[final, early]))
+    page = write_report(runs, tmp_path / "r", lookup=LOOKUP, contrasts=[("mlm", "xlm")])
+    text = page.markdown.read_text()
+    assert "### bli (final model)" in text and "### bli (model checkpoints/step-00000002)" in text
+    assert "of 2 ranked measures" in text and "over the report's 2 tests" in text
+    assert "checkpoints/step" not in text.split("## Contrasts", 1)[1].split("##", 1)[0]
+    assert "![bli against the training step](figures/checkpoints-bli-1.png)" in text
