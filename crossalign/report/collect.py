@@ -253,18 +253,10 @@ def _mark_best(table: Table) -> None:
                 c.best = math.isclose(c.mean, best, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def _same_measure(a: Table, b: Table) -> bool:
-    """Whether two tables hold one measurement (evaluation, label, version, options),
-    perhaps on other models."""
-    return (a.eval, a.label, a.version, a.options) == (b.eval, b.label, b.version, b.options)
-
-
 def _title(table: Table, tables: Sequence[Table], model: bool = True) -> str:
     """The table's name, with what tells it from other tables of the same name: the
     options that differ, the evaluation's version and (``model``) the model evaluated."""
     same = [t for t in tables if t.name == table.name and t is not table]
-    if not model:
-        same = [t for t in same if not _same_measure(t, table)]
     keys = dict.fromkeys(k for t in [table, *same] for k in t.options)
     details = [table.eval] if table.label else []
     details += [

@@ -51,8 +51,10 @@ def _axes(panels: int, width: float, height: float) -> tuple[Any, list[Any]]:
     return fig, axes[:panels]
 
 
-def _band(ax: Any, x: list, y: list[float], cells: list, scale: float, label: str) -> None:
-    """A line through ``(x, y)`` with the cells' 95% intervals (× ``scale``) as a band."""
+def _band(ax: Any, x: list, cells: list, scale: float, label: str) -> None:
+    """A line through the cells' means (× ``scale``) at ``x``, their 95% intervals as a
+    band."""
+    y = [c.mean * scale for c in cells]
     (line,) = ax.plot(x, y, marker="o", markersize=3, label=label)
     half = [math.nan if c.half_width is None else c.half_width * scale for c in cells]
     if not all(math.isnan(h) for h in half):
@@ -131,9 +133,7 @@ def plot_layers(table: Table, path: Path) -> bool:
             )
             if not cells:
                 continue
-            x = [layer for layer, _ in cells]
-            y = [c.mean * scale for _, c in cells]
-            _band(ax, x, y, [c for _, c in cells], scale, group)
+            _band(ax, [layer for layer, _ in cells], [c for _, c in cells], scale, group)
         ax.set_xlabel("layer")
         ax.set_title(header(base, metric), fontsize="medium")
     fig.suptitle(table.title, fontsize="medium")
@@ -191,8 +191,7 @@ def plot_checkpoints(family: Sequence[Table], path: Path) -> bool:
             if m != base:
                 continue
             cells.sort(key=lambda p: p[0])
-            x = [step for step, _ in cells]
-            _band(ax, x, [c.mean * scale for _, c in cells], [c for _, c in cells], scale, line)
+            _band(ax, [step for step, _ in cells], [c for _, c in cells], scale, line)
         ax.set_xlabel("training step")
         ax.set_title(header(base, metric), fontsize="medium")
     fig.suptitle(first.measure, fontsize="medium")

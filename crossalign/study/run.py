@@ -305,10 +305,10 @@ def run_study(
             ensure_as_is(run)
         else:
             ensure_trained(cfg, label, reuse[run.run_dir])
-        measured = [(planned, ensure_evaluated(run, planned, label)) for planned in evals]
         # hypotheses, gates and contrasts judge the final models; a checkpoint's record
         # (RUN/results.jsonl and the report's curves) must not stand in for its run's
-        records[run.run_dir] = [record for planned, record in measured if planned.step is None]
+        measured = [ensure_evaluated(run, planned, label) for planned in evals]
+        records[run.run_dir] = final_records(run, measured)
     result = StudyResult(runs=runs, records=records, report=None)
     if report and not prepare_only:
         result.report = write_study_report(study, result)
