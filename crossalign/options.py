@@ -126,6 +126,17 @@ def field_docs(cls: type) -> dict[str, str]:
     return docs
 
 
+def seed_list(text: str) -> list[int]:
+    """argparse type: comma-separated seeds (``0, 1,2`` → ``[0, 1, 2]``)."""
+    try:
+        seeds = [int(n) for n in text.split(",") if n.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of seeds")
+    return seeds
+
+
 def optional_type(hint: Any) -> tuple[Any, bool]:
     """``X | None`` → (X, True); anything else → (hint, False)."""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):

