@@ -87,7 +87,7 @@ class MLMOptions(ObjectiveOptions):
 class _PackingField(ObjectiveOptions):
     packing: bool = False
     """Pack several pairs (sentences, for ``mass``, ``mass_gc``, ``dae`` and line-by-line
-    ``mlm``, ``align_mlm`` and ``dict_mlm``) into each row of ``data.max_length`` tokens
+    ``mlm``, ``mlm_gc``, ``align_mlm`` and ``dict_mlm``) into each row of ``data.max_length`` tokens
     (block-diagonal attention, positions kept; an encoder-decoder's encoder and decoder rows
     packed pair by pair), so no position is padding; the same examples, masks, loss and
     gradients as the padded rows (tested), in fewer rows."""
@@ -407,10 +407,12 @@ class GCOptions(ObjectiveOptions):
 
 
 @dataclass
-class MLMGCOptions(MLMOptions, GCOptions):
-    """``mlm_gc``: MLM's options and GC's; a neighbour whose input is <mask> is skipped."""
+class MLMGCOptions(MLMOptions, GCOptions, _RowFields):
+    """``mlm_gc``: MLM's options (blocks or one sentence per row) and GC's; a neighbour whose
+    input is <mask> is skipped."""
 
     def __post_init__(self) -> None:
+        self.check_rows("mlm_gc")
         self.check_masking()
         self.check_gc()
 

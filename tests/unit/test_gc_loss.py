@@ -282,3 +282,34 @@ def test_mass_gc_counts_masked_neighbours_by_default_mlm_gc_does_not(tmp_path):
     assert OBJECTIVES.get("mlm_gc")(context(), cooc=cooc).masked_neighbours is False
     off = OBJECTIVES.get("mass_gc")(context(), cooc=cooc, masked_neighbours=False)
     assert off.masked_neighbours is False
+
+
+def test_mlm_gc_one_sentence_per_row_matches_naive_loss_and_packs_as_padded(tmp_path):
+    """``line_by_line`` (and ``packing``) as ``mlm`` has them: on one sentence per row the GC
+    term is the double loop's over the padded rows (no pair crosses a sentence or reaches a
+    pad), and packed rows give the padded rows' loss, metrics and gradients."""
+    from .test_packing import assert_packs_as_padded, tiny_bert
+
+    x = {}
+    rng = np.random.default_rng(5)
+    for a, b in rng.integers(5, 20, (90, 2)).tolist():
+        x[a, b] = x[b, a] = float(rng.integers(1, 300))
+    save_matrix(tmp_path / "m", x, 20, window=2)
+    make = OBJECTIVES.get("mlm_gc")
+    cooc = str(tmp_path / "m")
+    padded = make(context(), cooc=cooc, gc_weight=0.5, line_by_line=True)
+    packed = make(context(), cooc=cooc, gc_weight=0.5, line_by_line=True, packing=True)
+    assert padded.data == packed.data == "sentences" and make(context(), cooc=cooc).data == "mono"
+    raw = RawBatch("en", sentences=[rng.integers(5, 20, n) for n in (3, 7, 2, 9, 4, 5)])
+    batch = padded.collate(raw, torch.Generator().manual_seed(1))
+    assert (batch["input_ids"][:, 0] == CLS).all() and (batch["input_ids"] == PAD).any()
+    model = tiny_bert(20)
+    loss, _, metrics = padded.loss(batch, padded(model, batch))
+    with torch.no_grad():
+        hidden = encode(model, batch).double()
+    expected = naive_gc(hidden, batch["input_ids"], batch["labels"], batch["attention_mask"], x,
+                        2, 100.0, 0.75, False, None)  # fmt: skip
+    assert expected > 0 and metrics["gc_loss"].item() == pytest.approx(expected, rel=1e-4)
+    assert_packs_as_padded(padded, packed, raw, vocab=20)
+    with pytest.raises(CrossalignError, match="mlm_gc: packing: true .* needs line_by_line"):
+        make(context(), cooc=cooc, packing=True)
