@@ -31,6 +31,17 @@ def save_matrix(path, x: dict, vocab_size: int, window: int = 3) -> CoocMatrix:
     return CoocMatrix(path)
 
 
+def random_matrix(path, seed: int, pairs: int = 80) -> tuple[dict, np.random.Generator]:
+    """A symmetric matrix of ``pairs`` random counts over ids 5..19 saved at ``path`` (window
+    2): (the counts, the generator, for the test's own draws)."""
+    x = {}
+    rng = np.random.default_rng(seed)
+    for a, b in rng.integers(5, 20, (pairs, 2)).tolist():
+        x[a, b] = x[b, a] = float(rng.integers(1, 300))
+    save_matrix(path, x, 20, window=2)
+    return x, rng
+
+
 def naive_gc(hidden, input_ids, labels, mask, x, window, x_max, alpha, masked_neighbours, emb):
     """Eq. 3 (Eq. 6 with ``emb``) by loops over sequences, masked positions and neighbours."""
     batch, length, d = hidden.shape
@@ -134,11 +145,7 @@ def context(tokenizer=None) -> TokenContext:
 
 
 def test_objective_step_matches_naive_loss(tmp_path):
-    x = {}
-    rng = np.random.default_rng(4)
-    for a, b in rng.integers(5, 20, (80, 2)).tolist():
-        x[a, b] = x[b, a] = float(rng.integers(1, 300))
-    save_matrix(tmp_path / "m", x, 20, window=2)
+    x, rng = random_matrix(tmp_path / "m", 4)
     objective = OBJECTIVES.get("mlm_gc")(context(), cooc=str(tmp_path / "m"), gc_weight=0.5)
     assert objective.window == 2
     model = BertForMaskedLM(
@@ -195,11 +202,7 @@ def test_mass_gc_adds_the_naive_gc_of_the_encoder_states(tmp_path):
     from crossalign.models.seq2seq import build_seq2seq
     from crossalign.objectives.seq2seq import encoder_states
 
-    x = {}
-    rng = np.random.default_rng(5)
-    for a, b in rng.integers(5, 20, (80, 2)).tolist():
-        x[a, b] = x[b, a] = float(rng.integers(1, 300))
-    save_matrix(tmp_path / "m", x, 20, window=2)
+    x, rng = random_matrix(tmp_path / "m", 5)
     make = OBJECTIVES.get("mass_gc")
     objective = make(context(), cooc=str(tmp_path / "m"), gc_weight=0.5, masked_neighbours=True)
     torch.manual_seed(0)
@@ -290,11 +293,7 @@ def test_mlm_gc_one_sentence_per_row_matches_naive_loss_and_packs_as_padded(tmp_
     pad), and packed rows give the padded rows' loss, metrics and gradients."""
     from .test_packing import assert_packs_as_padded, tiny_bert
 
-    x = {}
-    rng = np.random.default_rng(5)
-    for a, b in rng.integers(5, 20, (90, 2)).tolist():
-        x[a, b] = x[b, a] = float(rng.integers(1, 300))
-    save_matrix(tmp_path / "m", x, 20, window=2)
+    x, rng = random_matrix(tmp_path / "m", 5, 90)
     make = OBJECTIVES.get("mlm_gc")
     cooc = str(tmp_path / "m")
     padded = make(context(), cooc=cooc, gc_weight=0.5, line_by_line=True)
