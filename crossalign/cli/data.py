@@ -198,7 +198,8 @@ def _task_text(args: argparse.Namespace) -> int:
     )
     print(
         f"{o.task}: {card['kept']} of {card['sentences']} sentences ({card['words']} words); "
-        f"{card['held_out']} in seeds {o.seeds}' test or valid splits left out"
+        f"left out: {card['held_out']} in seeds {o.seeds}' test or valid splits, "
+        f"{card['left_out_near']} near matches"
     )
     print(f"wrote {o.out}/en.txt (see {o.out}/card.json)")
     return 0
@@ -330,7 +331,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "languages",
         description="English paragraphs (one per line) from Spurgeon's Treasury of David "
         "(tdavid, 2.1 million words) and Matthew Henry's Concise Commentary (mhcc, 0.7 million): "
-        "more English text for crossalign data derive (--corpus data/bible OUT/en.txt). Writes "
+        "more English text for crossalign data derive (--corpus data/bible --corpus OUT/en.txt). "
+        "Writes "
         "OUT/en.txt and OUT/card.json. Needs: sudo apt-get install sword-comm-tdavid "
         "(sword-comm-mhcc).",
     )
@@ -342,8 +344,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a token task's English training sentences, unlabelled, for in-domain pre-training",
         description="The English sentences of a token task (eval transfer --task) without "
         "their labels, one per line, leaving out every sentence in the test split or the valid "
-        "split of any listed fine-tuning seed: in-domain text for crossalign data derive "
-        "(--corpus data/bible OUT/en.txt) that no transfer evaluation with those seeds scores "
+        "split of any listed fine-tuning seed, and every sentence matching one of them up to "
+        "case and punctuation or containing one: in-domain text for crossalign data derive "
+        "(--corpus data/bible --corpus OUT/en.txt --valid 0 --test 0) that eval transfer "
+        "--derived with those seeds and at most --valid-sentences valid sentences never scores "
         "on. Writes OUT/en.txt and OUT/card.json.",
     )
     add_options(b, TaskTextOptions)

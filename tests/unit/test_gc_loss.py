@@ -31,14 +31,16 @@ def save_matrix(path, x: dict, vocab_size: int, window: int = 3) -> CoocMatrix:
     return CoocMatrix(path)
 
 
-def random_matrix(path, seed: int, pairs: int = 80) -> tuple[dict, np.random.Generator]:
-    """A symmetric matrix of ``pairs`` random counts over ids 5..19 saved at ``path`` (window
-    2): (the counts, the generator, for the test's own draws)."""
+def random_matrix(
+    path, seed: int, pairs: int = 80, window: int = 2
+) -> tuple[dict, np.random.Generator]:
+    """A symmetric matrix of ``pairs`` random counts over ids 5..19 saved at ``path``: (the
+    counts, the generator, for the test's own draws)."""
     x = {}
     rng = np.random.default_rng(seed)
     for a, b in rng.integers(5, 20, (pairs, 2)).tolist():
         x[a, b] = x[b, a] = float(rng.integers(1, 300))
-    save_matrix(path, x, 20, window=2)
+    save_matrix(path, x, 20, window=window)
     return x, rng
 
 
@@ -287,17 +289,21 @@ def test_mass_gc_counts_masked_neighbours_by_default_mlm_gc_does_not(tmp_path):
     assert off.masked_neighbours is False
 
 
-def test_mlm_gc_one_sentence_per_row_matches_naive_loss_and_packs_as_padded(tmp_path):
+@pytest.mark.parametrize("window", [2, 3])
+def test_mlm_gc_one_sentence_per_row_matches_naive_loss_and_packs_as_padded(tmp_path, window):
     """``line_by_line`` (and ``packing``) as ``mlm`` has them: on one sentence per row the GC
     term is the double loop's over the padded rows (no pair crosses a sentence or reaches a
-    pad), and packed rows give the padded rows' loss, metrics and gradients."""
+    pad), and packed rows give the padded rows' loss, metrics and gradients. Window 3 reaches
+    past the ``[sep] [cls]`` between packed sentences, so a pair across them would show."""
     from .test_packing import assert_packs_as_padded, tiny_bert
 
-    x, rng = random_matrix(tmp_path / "m", 5, 90)
+    x, rng = random_matrix(tmp_path / "m", 5, 400, window)  # nearly every pair counts
     make = OBJECTIVES.get("mlm_gc")
     cooc = str(tmp_path / "m")
-    padded = make(context(), cooc=cooc, gc_weight=0.5, line_by_line=True)
-    packed = make(context(), cooc=cooc, gc_weight=0.5, line_by_line=True, packing=True)
+    # half the tokens predicted, masked neighbours paired: pairs at every sentence's edge
+    opts = {"cooc": cooc, "gc_weight": 0.5, "mask_prob": 0.5, "masked_neighbours": True}
+    padded = make(context(), line_by_line=True, **opts)
+    packed = make(context(), line_by_line=True, packing=True, **opts)
     assert padded.data == packed.data == "sentences" and make(context(), cooc=cooc).data == "mono"
     raw = RawBatch("en", sentences=[rng.integers(5, 20, n) for n in (3, 7, 2, 9, 4, 5)])
     batch = padded.collate(raw, torch.Generator().manual_seed(1))
@@ -307,7 +313,7 @@ def test_mlm_gc_one_sentence_per_row_matches_naive_loss_and_packs_as_padded(tmp_
     with torch.no_grad():
         hidden = encode(model, batch).double()
     expected = naive_gc(hidden, batch["input_ids"], batch["labels"], batch["attention_mask"], x,
-                        2, 100.0, 0.75, False, None)  # fmt: skip
+                        window, 100.0, 0.75, True, None)  # fmt: skip
     assert expected > 0 and metrics["gc_loss"].item() == pytest.approx(expected, rel=1e-4)
     assert_packs_as_padded(padded, packed, raw, vocab=20)
     with pytest.raises(CrossalignError, match="mlm_gc: packing: true .* needs line_by_line"):

@@ -44,7 +44,9 @@ def test_no_kept_sentence_is_scored_by_a_listed_seed_and_every_other_is_kept():
     assert not set(kept) & scored
     assert set(kept) == everything - scored
     assert len(kept) == len(set(kept))
-    assert counts == {"sentences": 59, "held_out": len(scored), "kept": len(kept)}
+    assert counts == {
+        "sentences": 59, "held_out": len(scored), "left_out_near": 0, "kept": len(kept)
+    }  # fmt: skip
     # a seed not listed scores on some kept text: the card's seed list matters
     assert set(kept) & _scored(1, "test", 5)
 
@@ -54,6 +56,32 @@ def test_a_sentence_held_out_once_is_left_out_whatever_its_labels():
     seed = next(s for s in range(50) if ["s7", "w", "."] in [w for w, _ in _load(False, s)["test"]])
     kept, _ = unseen_sentences("test-task-text", [seed], n_valid=1)
     assert "s7 w ." not in kept
+
+
+LOOSE_TEST = [["The", "cat", "sat", "on", "the", "mat", "."]]
+LOOSE_TRAIN = [
+    "the cat sat on the mat",  # the same words up to case and punctuation
+    "Yesterday , the cat sat on the mat again .",  # holds the scored sentence
+    "cat sat on the",  # held by it, four words
+    "sat on",  # held by it, but an everyday phrase
+    "The dog ran .",
+    "On the mat , a hat .",
+]
+
+
+def _loose(download: bool, seed: int):
+    tags = lambda words: ["X"] * len(words)  # noqa: E731
+    train = [(line.split(), tags(line.split())) for line in LOOSE_TRAIN]
+    return {"train": train, "test": [(w, tags(w)) for w in LOOSE_TEST]}
+
+
+TASKS.register("test-task-text-loose")(TokenTask("test-task-text-loose", ("X",), _loose))
+
+
+def test_sentences_matching_a_scored_one_loosely_are_left_out():
+    kept, counts = unseen_sentences("test-task-text-loose", [0], n_valid=0)
+    assert kept == ["sat on", "The dog ran .", "On the mat , a hat ."]
+    assert counts == {"sentences": 7, "held_out": 1, "left_out_near": 2, "kept": 3}
 
 
 def test_the_builder_writes_text_and_a_card(tmp_path, capsys):
@@ -66,6 +94,7 @@ def test_the_builder_writes_text_and_a_card(tmp_path, capsys):
     assert card["left_out"] == {"seeds": [0, 2], "splits": ["test", "valid"], "valid_sentences": 4}
     assert card["kept"] == len(lines) and card["words"] == 3 * len(lines)
     assert "--seeds 0,2" in card["command"] and "licence" not in card
+    assert "--valid-sentences at most 4" in card["holds_for"]
     assert f"{len(lines)} of 59 sentences" in capsys.readouterr().out
 
 

@@ -1,5 +1,5 @@
 """English prose from the Debian SWORD commentary modules, read with ``pysword``: more English
-text for a derived language (``crossalign data derive --corpus data/bible OUT/en.txt``).
+text for a derived language (``crossalign data derive --corpus data/bible --corpus OUT/en.txt``).
 
 Sources (public domain): ``sword-comm-tdavid`` (C. H. Spurgeon's *Treasury of David*,
 1869-1885, module ``TDavid``: 2.13 million words on the Psalms, one entry per psalm) and
