@@ -31,6 +31,16 @@ class FinetuneConfig:
     shows (English's, in ZS) then cannot drift away from those of the words it never shows
     (the other language's), which get no gradient either way; position and token-type
     embeddings still train. Default: every parameter trains, as in the ALIGN-MLM paper."""
+    precision: str = "fp32"
+    """fp32, or bf16: fine-tuning's and scoring's forward passes under bfloat16 autocast
+    (weights, gradients and the optimizer stay fp32), faster where the hardware has bfloat16
+    instructions; the scores differ a little from fp32's (docs/evaluations.md: how fast, and
+    by how much)."""
+    group_by_length: bool = False
+    """Batch sentences of similar length together (transformers' ``LengthGroupedSampler``, as
+    the Trainer's ``group_by_length``: shuffled megabatches of 50 batches, each sorted by
+    length, the longest batch first), so batches carry less padding. The batches differ from
+    the default's seeded shuffle, so the scores do too (docs/evaluations.md: by how much)."""
     max_train: int | None = None
     """Use a seeded sample of this many training sentences (default: all)."""
     max_test: int | None = None

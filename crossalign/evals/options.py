@@ -239,6 +239,7 @@ class TransferOptions(FinetuneConfig):
             raise CrossalignError(f"--test-lang {self.test_lang} is the training language")
         if self.embedding_lang is not None and self.test_lang is None:
             raise CrossalignError("--embedding-lang needs --test-lang")
+        check_choice("precision", self.precision, ("fp32", "bf16"))
 
     def finetune_config(self) -> FinetuneConfig:
         """The fine-tuning hyper-parameters alone."""

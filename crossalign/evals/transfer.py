@@ -185,6 +185,28 @@ def token_batches(
     ]
 
 
+def epoch_order(train: list[tuple[list[int], list[int]]], cfg: FinetuneConfig, epoch: int) -> list:
+    """The order of the training sentences in ``epoch``: a seeded shuffle, or with
+    ``cfg.group_by_length`` transformers' ``LengthGroupedSampler`` (batches of similar
+    length) seeded the same way."""
+    seed = cfg.seed * 1000 + epoch
+    if cfg.group_by_length:
+        from transformers.trainer_pt_utils import LengthGroupedSampler
+
+        lengths = [len(ids) for ids, _ in train]
+        generator = torch.Generator().manual_seed(seed)
+        return list(LengthGroupedSampler(cfg.batch_size, lengths=lengths, generator=generator))
+    order = list(range(len(train)))
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def autocast(model: torch.nn.Module, precision: str) -> torch.autocast:
+    """bfloat16 autocast on the model's device for ``precision`` bf16; a no-op for fp32."""
+    device = next(model.parameters()).device.type
+    return torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
 def finetune(
     model_dir: str | Path,
     train: list[tuple[list[int], list[int]]],
@@ -206,7 +228,6 @@ def finetune(
         model_dir, head="token_classification", device=cfg.device, num_labels=num_labels,
         key="model",
     )  # fmt: skip
-    order = list(range(len(train)))
     steps = cfg.epochs * math.ceil(len(train) / cfg.batch_size)
     if cfg.freeze_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
@@ -216,9 +237,10 @@ def finetune(
     model.train()
     bar = tqdm(total=steps, desc=desc, unit="step", mininterval=2)
     for epoch in range(cfg.epochs):
-        random.Random(cfg.seed * 1000 + epoch).shuffle(order)
+        order = epoch_order(train, cfg, epoch)
         for batch in token_batches([train[i] for i in order], cfg.batch_size, tokenizer, lang_id):
-            loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
+            with autocast(model, cfg.precision):
+                loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(trained, 1.0)
             optimizer.step()
@@ -270,9 +292,11 @@ def evaluate_tagging(
     tokenizer: PreTrainedTokenizerBase,
     batch_size: int,
     labels: tuple[str, ...],
+    precision: str = "fp32",
 ) -> dict[str, float]:
     """``tagging_scores`` of a fine-tuned model on encoded sentences (first subwords), and
-    ``span_f1`` (seqeval) when ``labels`` are BIO span labels."""
+    ``span_f1`` (seqeval) when ``labels`` are BIO span labels; forward passes in
+    ``precision`` (``autocast``)."""
     bio = is_bio(labels)
     gold = [torch.zeros(0, dtype=torch.long)]
     pred = [torch.zeros(0, dtype=torch.long)]
@@ -280,7 +304,8 @@ def evaluate_tagging(
     for batch in token_batches(test, batch_size, tokenizer, lang_id):
         gold_ids = batch.pop("labels")
         scored = gold_ids != IGNORE_INDEX
-        logits = model(**{k: v.to(model.device) for k, v in batch.items()}).logits
+        with autocast(model, precision):
+            logits = model(**{k: v.to(model.device) for k, v in batch.items()}).logits
         pred_ids = logits.argmax(-1).cpu()
         gold.append(gold_ids[scored])
         pred.append(pred_ids[scored])
@@ -472,17 +497,23 @@ def evaluate_transfer(
     except CrossalignError as e:
         hint = "" if embedding_lang or tlang == DERIVED_LANG else "; --embedding-lang en uses en's"
         raise CrossalignError(f"{e}{hint}") from None
-    n, size, labels = len(spec.labels), cfg.batch_size, spec.labels
+    n, labels = len(spec.labels), spec.labels
+
+    def score(model: torch.nn.Module, lang: str) -> dict[str, float]:
+        test = enc[lang, "test"]
+        return evaluate_tagging(
+            model, test, ids[lang], tokenizer, cfg.batch_size, labels, cfg.precision
+        )
+
     english = finetune(model_dir, enc["en", "train"], n, ids["en"], tokenizer, cfg, "fine-tune en")
-    zs = evaluate_tagging(english, enc[tlang, "test"], ids[tlang], tokenizer, size, labels)
-    en = evaluate_tagging(english, enc["en", "test"], ids["en"], tokenizer, size, labels)
+    zs, en = score(english, tlang), score(english, "en")
     del english
     sup = None
     if (tlang, "train") in enc:
         sup_model = finetune(
             model_dir, enc[tlang, "train"], n, ids[tlang], tokenizer, cfg, f"fine-tune {tlang}"
         )
-        sup = evaluate_tagging(sup_model, enc[tlang, "test"], ids[tlang], tokenizer, size, labels)
+        sup = score(sup_model, tlang)
     scores = {}
     for metric, suffix in (("accuracy", ""), ("f1", "_f1"), ("span_f1", "_span_f1")):
         if metric not in zs:

@@ -191,3 +191,68 @@ def test_frozen_embeddings_stay_as_pre_training_left_them(model):
     name = "encoder.layer.0.attention.self.query.weight"
     start = load_model(model, key="model").base_model.state_dict()[name]
     assert not torch.equal(frozen.base_model.state_dict()[name], start)
+
+
+def test_bf16_fine_tuning_runs_its_forward_passes_in_bfloat16(model):
+    """``precision: bf16`` autocasts fine-tuning's and scoring's forward passes (the linear
+    layers compute in bfloat16) and keeps the weights fp32; fp32, the default, does not."""
+    import torch
+
+    from crossalign.data.tokenizer import load_tokenizer
+    from crossalign.evals.finetune_config import FinetuneConfig
+    from crossalign.evals.transfer import encode_tagged, evaluate_tagging, finetune
+
+    tokenizer = load_tokenizer(model)
+    labels = {"PUNCT": 0, "SHORT": 1, "LONG": 2}
+    train = [x for x in encode_tagged(tokenizer, _tagged("en")[:18], labels, 64) if x]
+    seen: dict[str, set] = {}
+
+    def record(module, args, out):
+        if isinstance(module, torch.nn.Linear):
+            seen[precision].add(out.dtype)
+
+    for precision in ("fp32", "bf16"):
+        seen[precision] = set()
+        handle = torch.nn.modules.module.register_module_forward_hook(record)
+        try:
+            cfg = FinetuneConfig(epochs=1, lr=1e-2, batch_size=8, precision=precision)
+            tuned = finetune(model, train, 3, 0, tokenizer, cfg)
+            scores = evaluate_tagging(tuned, train, 0, tokenizer, 8, tuple(labels), precision)
+        finally:
+            handle.remove()
+        assert 0 <= scores["accuracy"] <= 100
+        assert {p.dtype for p in tuned.parameters()} == {torch.float32}
+    assert seen == {"fp32": {torch.float32}, "bf16": {torch.bfloat16}}
+
+
+def test_group_by_length_batches_sentences_of_similar_length():
+    """``group_by_length``: each epoch is a permutation drawn by transformers'
+    LengthGroupedSampler with the epoch's seed, its batches carry less padding than the
+    seeded shuffle's, and another epoch draws another order. (The sampler sorts megabatches of
+    up to 50 batches, at most a quarter of the data: 2,000 sentences make 15.)"""
+    import torch
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    from crossalign.evals.finetune_config import FinetuneConfig
+    from crossalign.evals.transfer import epoch_order
+
+    lengths = [3 + (7 * i) % 40 for i in range(2000)]
+    train = [(list(range(n)), [0] * n) for n in lengths]
+    grouped, plain = FinetuneConfig(group_by_length=True, seed=2), FinetuneConfig(seed=2)
+    order = epoch_order(train, grouped, 1)
+    generator = torch.Generator().manual_seed(2001)
+    sampler = LengthGroupedSampler(32, lengths=lengths, generator=generator)
+    assert order == list(sampler) and sorted(order) == list(range(2000))
+    assert epoch_order(train, grouped, 2) != order
+
+    def padding(order: list[int]) -> int:
+        batches = [[lengths[j] for j in order[i : i + 32]] for i in range(0, len(order), 32)]
+        return sum(max(b) * len(b) - sum(b) for b in batches)
+
+    assert padding(order) < padding(epoch_order(train, plain, 1)) / 3
+
+
+def test_transfer_precision_is_fp32_or_bf16(tmp_path, capsys):
+    args = ["eval", "transfer", "--model", str(tmp_path), "--derived", "d", "--precision", "fp16"]
+    assert main(args) == 2
+    assert "precision" in capsys.readouterr().err
