@@ -203,8 +203,9 @@ def epoch_order(train: list[tuple[list[int], list[int]]], cfg: FinetuneConfig, e
 
 def autocast(model: torch.nn.Module, precision: str) -> torch.autocast:
     """bfloat16 autocast on the model's device for ``precision`` bf16; a no-op for fp32."""
-    device = next(model.parameters()).device.type
-    return torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "bf16")
+    return torch.autocast(
+        torch.device(model.device).type, dtype=torch.bfloat16, enabled=precision == "bf16"
+    )
 
 
 def finetune(
