@@ -332,8 +332,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="English paragraphs (one per line) from Spurgeon's Treasury of David "
         "(tdavid, 2.1 million words) and Matthew Henry's Concise Commentary (mhcc, 0.7 million): "
         "more English text for crossalign data derive (--corpus data/bible --corpus OUT/en.txt). "
-        "Writes "
-        "OUT/en.txt and OUT/card.json. Needs: sudo apt-get install sword-comm-tdavid "
+        "Writes OUT/en.txt and OUT/card.json. Needs: sudo apt-get install sword-comm-tdavid "
         "(sword-comm-mhcc).",
     )
     add_options(b, CommentaryOptions)

@@ -74,8 +74,10 @@ def unseen_sentences(
         splits = spec.load(download, seed)
         _, valid = split_off_valid(splits["train"], n_valid, seed)
         for words, _ in [*splits["train"], *splits["test"]]:
-            seen.setdefault(" ".join(words), _normal(words))
-        held.update(_normal(words) for words, _ in [*splits["test"], *valid])
+            line = " ".join(words)
+            if line not in seen:
+                seen[line] = _normal(words)
+        held.update(seen[" ".join(words)] for words, _ in [*splits["test"], *valid])
     candidates = {key for key in seen.values() if key not in held}
     near = _runs(candidates, held)[0] | _runs(held, candidates)[1]
     kept = [line for line, key in seen.items() if key in candidates and key not in near]
