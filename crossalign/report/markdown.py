@@ -126,8 +126,11 @@ def render(
     figures: Figures,
     title: str,
     extra_sections: Sequence[tuple[str, str]] = (),
+    lead_sections: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The whole page; figures are linked as ``figures/NAME.png``."""
+    """The whole page; figures are linked as ``figures/NAME.png``. ``lead_sections`` ((title,
+    Markdown body) pairs) follow the title's paragraph, before the runs; ``extra_sections``
+    end the page."""
     n_runs, n_groups = len(collection.runs), len(collection.groups)
     parts = [
         f"# {escape(title)}",
@@ -136,6 +139,7 @@ def render(
         "group's runs ± the half-width of its 95% Student-t interval (none for one run); "
         "bold: the best of its column (↑ higher is better, ↓ lower; counts are not ranked).",
         *[f"**Warning:** {escape(w)}" for w in collection.warnings],
+        *_sections(lead_sections),
         "## Runs",
         runs_table(collection),
         compute_line(collection),
@@ -160,6 +164,10 @@ def render(
         parts.append(differences_table(collection))
     else:
         parts.append("The runs' configs are the same (apart from `run_dir`).")
-    for section_title, body in extra_sections:
-        parts += [f"## {escape(section_title)}", body.strip()]
+    parts += _sections(extra_sections)
     return "\n\n".join(parts) + "\n"
+
+
+def _sections(sections: Sequence[tuple[str, str]]) -> list[str]:
+    """Each (title, body) pair as a level-two heading and its body."""
+    return [part for title, body in sections for part in (f"## {escape(title)}", body.strip())]

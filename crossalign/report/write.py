@@ -93,6 +93,7 @@ def write_report(
     out: str | Path,
     *,
     title: str | None = None,
+    lead_sections: Sequence[tuple[str, str]] = (),
     extra_sections: Sequence[tuple[str, str]] = (),
     contrasts: Sequence[tuple[Side, Side]] = (),
     lookup: Lookup | None = None,
@@ -104,8 +105,10 @@ def write_report(
     ``extra_sections`` ((title, Markdown body) pairs) and, for each (baseline, method) pair of
     ``contrasts`` (group labels, or run directories of the groups), the measures on which
     they differ beyond seed noise (``contrast_section``); ``extra_json`` adds keys to
-    ``report.json`` (e.g. a study's hypotheses). ``lookup`` declares the evaluations
-    (default: the registry). A failure leaves the previous report in ``out`` as it was."""
+    ``report.json`` (e.g. a study's hypotheses). ``lead_sections`` (the same pairs) come first,
+    right after the title and before the runs: a study's verdicts lead its page. ``lookup``
+    declares the evaluations (default: the registry). A failure leaves the previous report in
+    ``out`` as it was."""
     if not run_dirs:
         raise CrossalignError("report: give at least one run directory")
     out = Path(out)
@@ -119,7 +122,7 @@ def write_report(
         extra_sections = [*extra_sections, ("Contrasts", contrast_section(found))]
     with atomic_dir(out) as tmp:
         figures = write_figures(collection, tmp / markdown.FIGURES)
-        page = markdown.render(collection, figures, title, extra_sections)
+        page = markdown.render(collection, figures, title, extra_sections, lead_sections)
         write_text_atomic(tmp / MARKDOWN, page)
         write_text_atomic(tmp / HTML, html.render(page, tmp, title))
         summary = as_json(collection)

@@ -316,26 +316,28 @@ def run_study(
 
 
 def write_study_report(study: Study, result: StudyResult) -> Path:
-    """Write ``OUT/report`` for ``result``: ``crossalign report`` over the study's runs, its
-    pre-registered hypotheses and gates judged first (also printed), the correlations and the
-    contrasts; returns the Markdown page."""
+    """Write ``OUT/report`` for ``result``: ``crossalign report`` over the study's runs, led by
+    its pre-registered hypotheses and gates judged (also printed), then the tables, and the
+    correlations and the contrasts at the end; returns the Markdown page."""
     from crossalign.report import write_report
 
     runs = result.runs
     extra = [("Correlations", correlation_section(study, result))] if study.correlate else []
     data: dict[str, Any] = {}
+    lead: list[tuple[str, str]] = []
     if study.hypotheses or study.gates:
         from crossalign.study.verdicts import hypotheses_section
 
         section, data["hypotheses"] = hypotheses_section(study, result)
-        extra.insert(0, ("Hypotheses", section))
+        lead.append(("Hypotheses", section))
         for h in data["hypotheses"]["hypotheses"]:
             cell = "".join(f" [{k}={v}]" for k, v in h["cell"].items())
             why = f" ({h['reason']})" if h["reason"] else ""
             print(f"hypothesis {h['name']}{cell}: {h['verdict']}{why}")
     paths = write_report(
         [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
-        extra_sections=extra, contrasts=contrast_pairs(study, runs), extra_json=data,
+        lead_sections=lead, extra_sections=extra, contrasts=contrast_pairs(study, runs),
+        extra_json=data,
     )  # fmt: skip
     return Path(paths.markdown)
 

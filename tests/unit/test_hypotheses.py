@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,18 @@ def _record(seed_value: float, commit: str | None) -> ResultRecord:
     )  # fmt: skip
 
 
+def _gap_result(tmp_path: Path, commit: Callable[[int], str | None]) -> StudyResult:
+    """Three seeds of runs ``mlm`` (delta about 40) and ``align`` (about 3); a seed's record
+    names ``commit(seed)``."""
+    runs, records = [], {}
+    for name, xs in (("mlm", [40.0, 41.0, 39.0]), ("align", [3.0, 4.0, 2.0])):
+        for seed, x in enumerate(xs):
+            run_dir = tmp_path / name / str(seed)
+            runs.append(PlannedRun(name, seed, {}, {}, run_dir, run_dir / "c.yaml", []))
+            records[run_dir] = [_record(x, commit(seed))]
+    return StudyResult(runs, records, None)
+
+
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
                           text=True).stdout.strip()  # fmt: skip
@@ -195,13 +208,8 @@ def test_the_report_names_the_commit_and_warns_about_older_records(tmp_path):
     h = Hypothesis("gap", {"delta": "transfer.delta"}, "delta(mlm) - 2 * delta(align) > 0")
     study = Study(name="s", out=str(tmp_path), runs=[StudyRun(name=n) for n in RUNS],
                   hypotheses=[h], files=[str(study_file)])  # fmt: skip
-    runs, records = [], {}
-    for name, xs in (("mlm", [40.0, 41.0, 39.0]), ("align", [3.0, 4.0, 2.0])):
-        for seed, x in enumerate(xs):
-            run_dir = tmp_path / name / str(seed)
-            runs.append(PlannedRun(name, seed, {}, {}, run_dir, run_dir / "c.yaml", []))
-            records[run_dir] = [_record(x, after if seed else before)]
-    text, data = hypotheses_section(study, StudyResult(runs, records, None))
+    result = _gap_result(tmp_path, lambda seed: after if seed else before)
+    text, data = hypotheses_section(study, result)
     assert f"hypotheses as committed in {after[:10]}" in text
     assert data["records_not_after_commit"] == 2  # the two seed-0 records came before
     assert "**Warning:** 2 of 6 result records" in text
@@ -209,7 +217,7 @@ def test_the_report_names_the_commit_and_warns_about_older_records(tmp_path):
     assert "| gap | — | `delta(mlm) - 2 * delta(align) > 0` | welch | 34 |" in text
 
     study_file.write_text("hypotheses: [changed]\n")
-    text, data = hypotheses_section(study, StudyResult(runs, records, None))
+    text, data = hypotheses_section(study, result)
     assert data["commit"] is None and "uncommitted changes" in text
 
 
@@ -225,3 +233,25 @@ def test_a_fine_tuning_seed_follows_the_run_unless_the_study_sets_it(tmp_path):
     perplexity = evaluations().get("perplexity")  # its seed is not a fine-tuning seed
     assert evaluation_options(perplexity, {}, run, "e").seed is None
     assert Study(name="s", out="o", runs=[]).seeds == [0, 1, 2, 3, 4]
+
+
+def test_a_study_report_leads_with_its_verdicts(tmp_path, monkeypatch):
+    """The study's page opens with the hypotheses' verdicts and the gates; the correlations
+    and contrasts stay at its end."""
+    import crossalign.report as report
+    from crossalign.study.run import write_study_report
+
+    h = Hypothesis("gap", {"delta": "transfer.delta"}, "delta(mlm) - 2 * delta(align) > 0")
+    study = Study(name="s", out=str(tmp_path), runs=[StudyRun(name=n) for n in RUNS],
+                  hypotheses=[h])  # fmt: skip
+    seen = {}
+
+    def fake_write_report(run_dirs, out, **kwargs):
+        seen.update(kwargs)
+        return report.ReportPaths(Path(out) / "report.md", Path(out), Path(out), [])
+
+    monkeypatch.setattr(report, "write_report", fake_write_report)
+    write_study_report(study, _gap_result(tmp_path, lambda seed: None))
+    ((title, body),) = seen["lead_sections"]
+    assert title == "Hypotheses" and "| gap |" in body and f"**{MET}**" in body
+    assert all(t != "Hypotheses" for t, _ in seen["extra_sections"])

@@ -273,11 +273,18 @@ def test_per_layer_figure_and_curves_inlined_in_a_self_contained_page(tmp_path):
     assert "<title>Layers</title>" in html and '<td style="text-align:right">layer 4</td>' in html
 
 
-def test_extra_sections_are_appended_and_rendered(tmp_path):
+def test_extra_sections_are_appended_lead_sections_lead_and_both_rendered(tmp_path):
     run = make_run(tmp_path, "a", config("mlm", 0), metrics=[{"step": 1, "loss": 1.0}])
     body = "| x | y |\n|:---|---:|\n| alignment | **0.81** |\n\n- one `item`"
-    paths = write_report([run], tmp_path / "r", extra_sections=[("Correlations", body)])
-    assert paths.markdown.read_text().endswith(f"## Correlations\n\n{body}\n")
+    lead = [("Hypotheses", "| h | verdict |\n|:---|:---|\n| more | **MET** |")]
+    paths = write_report(
+        [run], tmp_path / "r", lead_sections=lead, extra_sections=[("Correlations", body)]
+    )
+    page = paths.markdown.read_text()
+    assert page.endswith(f"## Correlations\n\n{body}\n")
+    headings = [line for line in page.splitlines() if line.startswith("## ")]
+    assert headings[:2] == ["## Hypotheses", "## Runs"]
+    assert page.index("| more | **MET** |") < page.index("## Runs")
     html = paths.html.read_text()
     assert '<td style="text-align:right"><strong>0.81</strong></td>' in html
     assert "<li>one <code>item</code></li>" in html
