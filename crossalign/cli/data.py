@@ -42,6 +42,17 @@ def _langs(text: str) -> str:
     return _comma_list(text, "languages, e.g. de,fr")
 
 
+def _fraction(text: str) -> float:
+    """argparse type: a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], e.g. 0.5, got '{text}'")
+    return value
+
+
 def _shard(text: str) -> tuple[int, int]:
     """argparse type: ``K/N`` → (K, N) with 0 <= K < N."""
     k, _, n = text.partition("/")
@@ -109,6 +120,18 @@ class TaskTextOptions:
     )
     download: bool = opt(False, help="download the task data if it is not cached (pos)")
     out: str = opt("data/task-text", help="output directory, replaced atomically")
+
+
+@dataclasses.dataclass
+class DictionarySplitOptions:
+    """``crossalign data dictionary-split``."""
+
+    derived: str
+    """A derived corpus with an exact dictionary (crossalign data derive --transform trans...)."""
+    fraction: float = opt(
+        parse=_fraction, metavar="F", help="share of the dictionary's pairs to train on, in (0, 1]"
+    )
+    out: str = opt(help="output directory (train.txt, test.txt, card.json), replaced atomically")
 
 
 @dataclasses.dataclass
@@ -293,6 +316,18 @@ def _derive(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dictionary_split(args: argparse.Namespace) -> int:
+    from crossalign.data.derive.dictionary_split import write_dictionary_split
+
+    o = options_from(args, DictionarySplitOptions)
+    command = command_line(["crossalign", "data", "dictionary-split"], o)
+    card = write_dictionary_split(o.derived, o.fraction, o.out, command=command)
+    n = card["pairs"]
+    print(f"dictionary: train {n['train']}, test {n['test']} of {n['full']} token pairs")
+    print(f"wrote {o.out} (see {o.out}/card.json)")
+    return 0
+
+
 def _unmt_split(args: argparse.Namespace) -> int:
     from crossalign.data.corpora.unmt_split import split_from_options
 
@@ -431,6 +466,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_options(b, DeriveSettings)
     add_options(b, DeriveOutput)
     b.set_defaults(func=_derive)
+
+    b = builders.add_parser(
+        "dictionary-split",
+        help="another training share of a derived corpus's dictionary (e.g. the paper's 50%%)",
+        description="Write OUT/train.txt, a seeded share F of a derived corpus's exact "
+        "dictionary (DERIVED/dictionary/full.txt), and OUT/test.txt, the rest, drawn with the "
+        "corpus's seed as 'crossalign data derive' draws its own share: at the corpus's "
+        "--dict-fraction the files equal its dictionary/{train,test}.txt, and shares are "
+        "nested (a smaller share's training pairs are in a larger one's).",
+    )
+    add_options(b, DictionarySplitOptions)
+    b.set_defaults(func=_dictionary_split)
 
     b = builders.add_parser(
         "unmt-split",

