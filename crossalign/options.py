@@ -137,6 +137,17 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
+def unit_fraction(text: str) -> float:
+    """argparse type: a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], e.g. 0.5, got '{text}'")
+    return value
+
+
 def optional_type(hint: Any) -> tuple[Any, bool]:
     """``X | None`` → (X, True); anything else → (hint, False)."""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):

@@ -10,7 +10,7 @@ from typing import Any
 
 from crossalign.cli.generate import options_from
 from crossalign.data.derive.settings import DeriveSettings
-from crossalign.data.options import TokenizerOptions, UnmtSplitOptions
+from crossalign.data.options import DictionarySplitOptions, TokenizerOptions, UnmtSplitOptions
 from crossalign.options import add_options, command_line, opt, seed_list
 
 DEFAULT_LANGS = "de,fr,es,ru,zh-CN,hi"
@@ -40,17 +40,6 @@ def _names(text: str) -> str:
 def _langs(text: str) -> str:
     """argparse type: comma-separated languages (``de, fr`` → ``de,fr``)."""
     return _comma_list(text, "languages, e.g. de,fr")
-
-
-def _fraction(text: str) -> float:
-    """argparse type: a number in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], e.g. 0.5, got '{text}'")
-    return value
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -120,18 +109,6 @@ class TaskTextOptions:
     )
     download: bool = opt(False, help="download the task data if it is not cached (pos)")
     out: str = opt("data/task-text", help="output directory, replaced atomically")
-
-
-@dataclasses.dataclass
-class DictionarySplitOptions:
-    """``crossalign data dictionary-split``."""
-
-    derived: str
-    """A derived corpus with an exact dictionary (crossalign data derive --transform trans...)."""
-    fraction: float = opt(
-        parse=_fraction, metavar="F", help="share of the dictionary's pairs to train on, in (0, 1]"
-    )
-    out: str = opt(help="output directory (train.txt, test.txt, card.json), replaced atomically")
 
 
 @dataclasses.dataclass
@@ -320,8 +297,7 @@ def _dictionary_split(args: argparse.Namespace) -> int:
     from crossalign.data.derive.dictionary_split import write_dictionary_split
 
     o = options_from(args, DictionarySplitOptions)
-    command = command_line(["crossalign", "data", "dictionary-split"], o)
-    card = write_dictionary_split(o.derived, o.fraction, o.out, command=command)
+    card = write_dictionary_split(o, command_line(["crossalign", "data", "dictionary-split"], o))
     n = card["pairs"]
     print(f"dictionary: train {n['train']}, test {n['test']} of {n['full']} token pairs")
     print(f"wrote {o.out} (see {o.out}/card.json)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crossalign.options import opt
+from crossalign.options import opt, unit_fraction
 
 
 @dataclass
@@ -29,3 +29,16 @@ class UnmtSplitOptions:
     """A parallel folder <src>-<tgt>/ (train.*, valid.*, test.*)."""
     out: str
     """Output folder, replaced atomically."""
+
+
+@dataclass
+class DictionarySplitOptions:
+    """``crossalign data dictionary-split``."""
+
+    derived: str
+    """A derived corpus with an exact dictionary (crossalign data derive --transform trans...)."""
+    fraction: float = opt(
+        parse=unit_fraction, metavar="F", help="share of the dictionary's pairs to train on, "
+        "in (0, 1]"
+    )  # fmt: skip
+    out: str = opt(help="output directory (train.txt, test.txt, card.json), replaced atomically")

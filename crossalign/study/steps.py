@@ -31,6 +31,17 @@ def _unmt_split() -> tuple[type, Callable[[Any], str]]:
     return UnmtSplitOptions, run
 
 
+def _dictionary_split() -> tuple[type, Callable[[Any], str]]:
+    from crossalign.data.derive.dictionary_split import write_dictionary_split
+    from crossalign.data.options import DictionarySplitOptions
+
+    def run(o: DictionarySplitOptions) -> str:
+        n = write_dictionary_split(o)["pairs"]
+        return f"wrote {o.out}: train {n['train']}, test {n['test']} of {n['full']} token pairs"
+
+    return DictionarySplitOptions, run
+
+
 def _cooc_build() -> tuple[type, Callable[[Any], str]]:
     from crossalign.cooc.build import build_from_options
     from crossalign.cooc.options import CoocBuildOptions
@@ -57,6 +68,7 @@ class PrepareCommand:
 PREPARE_COMMANDS: dict[str, PrepareCommand] = {
     "data tokenizer": PrepareCommand(_tokenizer, positional=("overrides",)),
     "data unmt-split": PrepareCommand(_unmt_split),
+    "data dictionary-split": PrepareCommand(_dictionary_split),
     "cooc build": PrepareCommand(_cooc_build),
 }
 """The commands a ``prepare`` step may run, by the words that name them."""

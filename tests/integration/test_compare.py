@@ -133,7 +133,7 @@ def test_the_derived_study_file_plans_one_run_per_transform_and_objective():
     root = Path(__file__).resolve().parents[2]
     study = load_study(root / "configs" / "studies" / "derived.yaml", ["seeds=[0,1]"])
     runs = plan(study)
-    assert len(runs) == 3 * 6 * 2  # every run, optional ones included
+    assert len(runs) == 3 * 7 * 2  # every run, optional ones included
     assert {r.run_dir.name for r in runs} == {"seed-0", "seed-1"}
     assert runs[0].variables["derived"] == "runs/studies/derived/trans/derived"
 
@@ -248,7 +248,7 @@ def test_a_bad_prepare_step_is_refused_before_any_work(tmp_path, capsys):
     assert (
         "prepare.0: 'data tokeniser --out x' is not a command a prepare step can run (did "
         "you mean 'data tokenizer'?); steps run one of: data tokenizer, data unmt-split, "
-        "cooc build" in err
+        "data dictionary-split, cooc build" in err
     )
     assert not (tmp_path / "study" / "runs").exists()
     path = _study(tmp_path, prepare=[{"command": "data tokenizer --window 2", "creates": "x"}])

@@ -98,6 +98,16 @@ def test_dictionary_split_draws_shares_as_derive_does_and_nests_them(derived, tm
     full = (derived / "dictionary" / "full.txt").read_text(encoding="utf-8").splitlines()
     assert sorted(shares["0.5"]["train"] + shares["0.5"]["test"]) == sorted(full)
     assert shares["1"] == {"train": full, "test": []}
+    # a study's prepare step runs the same library function and writes the same files
+    from crossalign.study.spec import StudyStep
+    from crossalign.study.steps import parse_step
+
+    step = StudyStep("data dictionary-split --derived {derived} --fraction 0.5 --out {d}", "{d}")
+    prepared = parse_step(step, {"derived": str(derived), "d": str(tmp_path / "s")}, "prepare.0")
+    assert prepared.run(prepared.options).endswith(f"of {len(full)} token pairs")
+    for name in ("train", "test"):
+        made = (tmp_path / "s" / f"{name}.txt").read_text(encoding="utf-8").splitlines()
+        assert made == shares["0.5"][name]
     assert "card.json does not exist" in _error(["--derived", str(tmp_path / "no")], capsys)
     inv = tmp_path / "inv"
     assert main(["data", "derive", "--transform", "inv", "--corpus", str(EN), "--out", str(inv),

@@ -10,18 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from crossalign.data.derive.derivation import split_dictionary
+from crossalign.data.options import DictionarySplitOptions
 from crossalign.data.readers import read_dictionary
 from crossalign.errors import CrossalignError
 from crossalign.fileio import atomic_dir, read_json, write_json_atomic, write_lines_atomic
 
 
-def write_dictionary_split(
-    derived: str | Path, fraction: float, out: str | Path, command: str = ""
-) -> dict[str, Any]:
-    """Write ``out/train.txt`` (a seeded ``fraction`` of ``derived/dictionary/full.txt``),
-    ``out/test.txt`` (the rest) and ``out/card.json``, atomically; return the card. At the
+def write_dictionary_split(o: DictionarySplitOptions, command: str = "") -> dict[str, Any]:
+    """Write ``OUT/train.txt`` (a seeded ``fraction`` of ``DERIVED/dictionary/full.txt``),
+    ``OUT/test.txt`` (the rest) and ``OUT/card.json``, atomically; return the card. At the
     corpus's own ``dict_fraction`` the two files equal its ``dictionary/{train,test}.txt``."""
-    derived = Path(derived)
+    derived, fraction = Path(o.derived), o.fraction
     card_path, full = derived / "card.json", derived / "dictionary" / "full.txt"
     if not card_path.is_file():
         raise CrossalignError(
@@ -43,7 +42,7 @@ def write_dictionary_split(
         "corpus_fraction": corpus["derived"]["dict_fraction"],
         "pairs": {"train": len(train), "test": len(test), "full": len(pairs)},
     }
-    with atomic_dir(out) as tmp:
+    with atomic_dir(o.out) as tmp:
         for name, part in (("train", train), ("test", test)):
             write_lines_atomic(tmp / f"{name}.txt", [f"{a} {b}" for a, b in part])
         write_json_atomic(tmp / "card.json", card)
