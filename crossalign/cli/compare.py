@@ -15,6 +15,11 @@ def _compare(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if args.out:
         overrides.append(f"out={args.out}")
+    if args.prepare_only:
+        study = select_runs(load_study(args.study, overrides), args.runs)
+        run_study(study, report=False, prepare_only=True)
+        print(f"prepared {study.out}: every derived corpus and prepare output")
+        return 0
     if args.jobs > 1 and not args.dry_run:
         if args.seeds is not None:
             raise CrossalignError("--jobs runs every seed in its own process; drop --seeds")
@@ -82,6 +87,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "then the report; each seed's log in OUT/logs/",
     )
     p.add_argument("--no-report", action="store_true", help="train and evaluate only")
+    p.add_argument(
+        "--prepare-only",
+        action="store_true",
+        help="make every derived corpus and prepare output, nothing more (e.g. on a CPU "
+        "machine before the runs go to a GPU machine)",
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",

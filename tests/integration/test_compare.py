@@ -241,6 +241,19 @@ def test_prepare_steps_and_a_shared_starting_run(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().out.count("== crossalign data tokenizer") == 1
 
 
+def test_prepare_only_makes_the_shared_outputs_and_trains_nothing(tmp_path, capsys):
+    """``--prepare-only`` (data made on one machine for runs on another): the prepare step's
+    output and its ledger, no run; the study then finds the step made."""
+    path = _study(tmp_path, **_chain(tmp_path, base_seeds=[0]))
+    assert main(["compare", str(path), "--prepare-only"]) == 0
+    out = tmp_path / "study"
+    printed = capsys.readouterr().out
+    assert printed.count("== crossalign data tokenizer") == 1 and "== pre-training" not in printed
+    assert (out / "tokenizer" / "tokenizer.json").is_file() and not (out / "runs").exists()
+    assert main(["compare", str(path), "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("prepare  made    crossalign data tokenizer")
+
+
 def test_a_bad_prepare_step_is_refused_before_any_work(tmp_path, capsys):
     path = _study(tmp_path, prepare=[{"command": "data tokeniser --out x", "creates": "x"}])
     assert main(["compare", str(path)]) == 2
