@@ -16,6 +16,10 @@ def _compare(args: argparse.Namespace) -> int:
     if args.out:
         overrides.append(f"out={args.out}")
     if args.prepare_only:
+        flags = {"--dry-run": args.dry_run, "--seeds": args.seeds, "--jobs": args.jobs > 1}
+        given = [flag for flag, value in flags.items() if value]
+        if given:
+            raise CrossalignError(f"--prepare-only trains and evaluates nothing; drop {given[0]}")
         study = select_runs(load_study(args.study, overrides), args.runs)
         run_study(study, report=False, prepare_only=True)
         print(f"prepared {study.out}: every derived corpus and prepare output")

@@ -36,7 +36,10 @@ def _dictionary_split() -> tuple[type, Callable[[Any], str]]:
     from crossalign.data.options import DictionarySplitOptions
 
     def run(o: DictionarySplitOptions) -> str:
-        n = write_dictionary_split(o)["pairs"]
+        from crossalign.options import command_line
+
+        command = command_line(["crossalign", "data", "dictionary-split"], o)
+        n = write_dictionary_split(o, command)["pairs"]
         return f"wrote {o.out}: train {n['train']}, test {n['test']} of {n['full']} token pairs"
 
     return DictionarySplitOptions, run

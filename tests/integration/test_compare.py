@@ -252,6 +252,9 @@ def test_prepare_only_makes_the_shared_outputs_and_trains_nothing(tmp_path, caps
     assert (out / "tokenizer" / "tokenizer.json").is_file() and not (out / "runs").exists()
     assert main(["compare", str(path), "--dry-run"]) == 0
     assert capsys.readouterr().out.startswith("prepare  made    crossalign data tokenizer")
+    for flag in (["--dry-run"], ["--seeds", "0"], ["--jobs", "2"]):
+        assert main(["compare", str(path), "--prepare-only", *flag]) == 2
+        assert f"drop {flag[0]}" in capsys.readouterr().err
 
 
 def test_a_bad_prepare_step_is_refused_before_any_work(tmp_path, capsys):

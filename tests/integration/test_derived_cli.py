@@ -105,10 +105,22 @@ def test_dictionary_split_draws_shares_as_derive_does_and_nests_them(derived, tm
     step = StudyStep("data dictionary-split --derived {derived} --fraction 0.5 --out {d}", "{d}")
     prepared = parse_step(step, {"derived": str(derived), "d": str(tmp_path / "s")}, "prepare.0")
     assert prepared.run(prepared.options).endswith(f"of {len(full)} token pairs")
+    made_card = json.loads((tmp_path / "s" / "card.json").read_text())
+    assert made_card["command"].startswith("crossalign data dictionary-split --derived")
+    assert (
+        made_card["full_sha256"]
+        == json.loads((tmp_path / "0.5" / "card.json").read_text())["full_sha256"]
+    )
     for name in ("train", "test"):
         made = (tmp_path / "s" / f"{name}.txt").read_text(encoding="utf-8").splitlines()
         assert made == shares["0.5"][name]
     assert "card.json does not exist" in _error(["--derived", str(tmp_path / "no")], capsys)
+    inside = ["--derived", str(derived), "--fraction", "0.5", "--out", str(derived / "d")]
+    assert "is inside --derived" in _error(inside, capsys)
+    not_derived = tmp_path / "other"
+    not_derived.mkdir()
+    (not_derived / "card.json").write_text("{}")
+    assert "not a derived corpus's card" in _error(["--derived", str(not_derived)], capsys)
     inv = tmp_path / "inv"
     assert main(["data", "derive", "--transform", "inv", "--corpus", str(EN), "--out", str(inv),
                  "--vocab-size", "120"]) == 0  # fmt: skip
@@ -122,8 +134,9 @@ def _error(args: list[str], capsys) -> str:
     usage error exits, a bad corpus returns, both with status 2."""
     capsys.readouterr()
     fraction = [] if "--fraction" in args else ["--fraction", "0.5"]
+    out = [] if "--out" in args else ["--out", "unused"]
     try:
-        status = main(["data", "dictionary-split", *args, *fraction, "--out", "unused"])
+        status = main(["data", "dictionary-split", *args, *fraction, *out])
     except SystemExit as e:
         status = e.code
     assert status == 2

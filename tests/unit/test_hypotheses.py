@@ -235,23 +235,30 @@ def test_a_fine_tuning_seed_follows_the_run_unless_the_study_sets_it(tmp_path):
     assert Study(name="s", out="o", runs=[]).seeds == [0, 1, 2, 3, 4]
 
 
-def test_a_study_report_leads_with_its_verdicts(tmp_path, monkeypatch):
-    """The study's page opens with the hypotheses' verdicts and the gates; the correlations
-    and contrasts stay at its end."""
-    import crossalign.report as report
+def test_a_study_report_leads_with_its_verdicts(tmp_path):
+    """The study's page opens with the hypotheses' verdicts and the gates, before the runs;
+    the correlations stay at its end."""
+    import yaml
+
+    from crossalign.fileio import append_jsonl
     from crossalign.study.run import write_study_report
 
     h = Hypothesis("gap", {"delta": "transfer.delta"}, "delta(mlm) - 2 * delta(align) > 0")
-    study = Study(name="s", out=str(tmp_path), runs=[StudyRun(name=n) for n in RUNS],
-                  hypotheses=[h])  # fmt: skip
-    seen = {}
-
-    def fake_write_report(run_dirs, out, **kwargs):
-        seen.update(kwargs)
-        return report.ReportPaths(Path(out) / "report.md", Path(out), Path(out), [])
-
-    monkeypatch.setattr(report, "write_report", fake_write_report)
-    write_study_report(study, _gap_result(tmp_path, lambda seed: None))
-    ((title, body),) = seen["lead_sections"]
-    assert title == "Hypotheses" and "| gap |" in body and f"**{MET}**" in body
-    assert all(t != "Hypotheses" for t, _ in seen["extra_sections"])
+    study = Study(name="s", out=str(tmp_path / "study"), runs=[StudyRun(name=n) for n in RUNS],
+                  hypotheses=[h], correlate=[["transfer.delta", "transfer.sup"]])  # fmt: skip
+    result = _gap_result(tmp_path, lambda seed: None)
+    for run in result.runs:  # the run directories the report reads
+        run.run_dir.mkdir(parents=True)
+        config = {"run_dir": str(run.run_dir), "objectives": [{"name": run.name}],
+                  "train": {"seed": run.seed}}  # fmt: skip
+        (run.run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+        (record,) = result.records[run.run_dir]
+        record.metrics["sup"] = 90.0 - record.metrics["delta"]
+        append_jsonl(run.run_dir / "results.jsonl", {
+            "eval": "transfer", "metrics": record.metrics, "options": {}, "versions": {"eval": 1},
+            "model": {"path": str(run.run_dir / "model"), "run": str(run.run_dir)},
+        })  # fmt: skip
+    page = write_study_report(study, result).read_text()
+    headings = [line for line in page.splitlines() if line.startswith("## ")]
+    assert headings[:2] == ["## Hypotheses", "## Runs"] and headings[-1] == "## Correlations"
+    assert page.index(f"**{MET}**") < page.index("## Runs")

@@ -13,20 +13,38 @@ from crossalign.data.derive.derivation import split_dictionary
 from crossalign.data.options import DictionarySplitOptions
 from crossalign.data.readers import read_dictionary
 from crossalign.errors import CrossalignError
-from crossalign.fileio import atomic_dir, read_json, write_json_atomic, write_lines_atomic
+from crossalign.fileio import (
+    atomic_dir,
+    file_sha256,
+    read_json,
+    write_json_atomic,
+    write_lines_atomic,
+)
 
 
 def write_dictionary_split(o: DictionarySplitOptions, command: str = "") -> dict[str, Any]:
     """Write ``OUT/train.txt`` (a seeded ``fraction`` of ``DERIVED/dictionary/full.txt``),
-    ``OUT/test.txt`` (the rest) and ``OUT/card.json``, atomically; return the card. At the
-    corpus's own ``dict_fraction`` the two files equal its ``dictionary/{train,test}.txt``."""
-    derived, fraction = Path(o.derived), o.fraction
+    ``OUT/test.txt`` (the rest) and ``OUT/card.json`` (with ``full.txt``'s SHA-256, to tell a
+    share of a corpus derived again), atomically; return the card. At the corpus's own
+    ``dict_fraction`` the two files equal its ``dictionary/{train,test}.txt``. An ``OUT`` inside
+    the corpus, or a corpus without a derive card or an exact dictionary, is refused."""
+    derived, fraction, out = Path(o.derived), o.fraction, Path(o.out)
     card_path, full = derived / "card.json", derived / "dictionary" / "full.txt"
     if not card_path.is_file():
         raise CrossalignError(
             f"{card_path} does not exist: give a corpus written by crossalign data derive"
         )
+    if out.resolve().is_relative_to(derived.resolve()):
+        raise CrossalignError(
+            f"--out {out} is inside --derived {derived}, which it would replace files of; give a "
+            f"directory beside it, e.g. {derived}-dict{round(100 * fraction)}"
+        )
     corpus = read_json(card_path, "write it again with crossalign data derive")
+    if "seed" not in corpus or "dict_fraction" not in corpus.get("derived", {}):
+        raise CrossalignError(
+            f"{card_path} is not a derived corpus's card (no seed or derived.dict_fraction); "
+            "give a corpus written by crossalign data derive"
+        )
     if not full.is_file():
         raise CrossalignError(
             f"{full} does not exist: only a derived corpus with a trans transform has an exact "
@@ -41,8 +59,9 @@ def write_dictionary_split(o: DictionarySplitOptions, command: str = "") -> dict
         "fraction": fraction,
         "corpus_fraction": corpus["derived"]["dict_fraction"],
         "pairs": {"train": len(train), "test": len(test), "full": len(pairs)},
+        "full_sha256": file_sha256(full),
     }
-    with atomic_dir(o.out) as tmp:
+    with atomic_dir(out) as tmp:
         for name, part in (("train", train), ("test", test)):
             write_lines_atomic(tmp / f"{name}.txt", [f"{a} {b}" for a, b in part])
         write_json_atomic(tmp / "card.json", card)
