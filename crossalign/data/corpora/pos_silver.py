@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,13 +258,13 @@ def silver_cache(lang: str = "en") -> Path:
     return cache_dir() / ("pos-silver" if lang == "en" else f"pos-silver-{lang}")
 
 
-def read_cache(directory: Path, key: dict[str, Any]) -> list[dict[str, Any]] | None:
+def read_cache(directory: Path, key: dict[str, Any] | None) -> list[dict[str, Any]] | None:
     """The cached sentence records (words, tags, page) in ``directory`` when its card has
-    ``key`` and the sentence count matches; else None (also for an unreadable cache: it is
-    rebuilt)."""
+    ``key`` (None: any key) and the sentence count matches; else None (also for an unreadable
+    cache: it is rebuilt)."""
     try:
         card = json.loads((directory / CARD).read_text(encoding="utf-8"))
-        if card["key"] != key:
+        if key is not None and card["key"] != key:
             return None
         with open(directory / SENTENCES, encoding="utf-8") as f:
             records = [{"words": r["words"], "tags": r["tags"], "ner": r["ner"], "page": r["page"]}
@@ -283,11 +284,22 @@ def silver_records(
     """The tagged sentences of the ``lang`` help pages under ``root`` as records ``{"words",
     "tags", "ner", "page"}`` (UPOS tags, BIO entity labels of ``NER_LABELS``): read from the
     cache directory ``cache`` (default ``silver_cache(lang)``) when its key matches, else tagged
-    with spaCy and cached with a card (source, licence, tagger, protocol, counts, filters)."""
+    with spaCy and cached with a card (source, licence, tagger, protocol, counts, filters).
+    Where the help pages are not installed (a machine the cache was copied to, without
+    LibreOffice or spaCy), a complete cache is read as it is, whatever its key, with a note:
+    nothing here could tag the pages again."""
     pipeline = silver_pipeline(lang)
     directory = Path(cache) if cache is not None else silver_cache(lang)
     key = cache_key(root, lang)
     cached = read_cache(directory, key)
+    if cached is None and not Path(root).exists():
+        cached = read_cache(directory, None)
+        if cached is not None:
+            print(
+                f"note: pos-silver ({lang}): {root} is not installed here; reading the cache "
+                f"{directory} as it was made (its card.json says by what)",
+                file=sys.stderr,
+            )
     if cached is not None:
         return cached
     paragraphs, n_pages = page_paragraph_texts(root, pipeline.help)
