@@ -22,6 +22,7 @@
 set -u
 cd "$(dirname "$0")/.."
 CARRY=.devcarry/study-window
+SKIP=(--exclude=model --exclude=checkpoints --exclude="*.safetensors")   # models do not travel
 if [ "${1:-}" = "--prepare" ]; then
   shift
   [ $# -gt 0 ] || { echo "give the study files" >&2; exit 2; }
@@ -87,9 +88,8 @@ PY
   while read -r name; do
     [ -d "$cache/$name" ] || { echo "no task data in $cache/$name: run the transfer evaluation with --download here first" >&2; exit 2; }
   done < $CARRY/caches.txt
-  skip=(--exclude=model --exclude=checkpoints --exclude="*.safetensors")
-  tar czf $CARRY/data.tgz "${skip[@]}" -T $CARRY/paths.txt || exit 1
-  tar czf $CARRY/outside.tgz "${skip[@]}" -C .. -T $CARRY/outside.txt || exit 1
+  tar czf $CARRY/data.tgz "${SKIP[@]}" -T $CARRY/paths.txt || exit 1
+  tar czf $CARRY/outside.tgz "${SKIP[@]}" -C .. -T $CARRY/outside.txt || exit 1
   sed 's,^,crossalign/,' $CARRY/caches.txt | tar czf $CARRY/cache.tgz -C "$cache/.." -T - || exit 1
   size=$(du -sm $CARRY | cut -f1)
   [ "$size" -le 48 ] || { echo "$CARRY is $size MB: too much for one call (64 MiB with the code and wheels); prepare fewer files" >&2; exit 2; }
@@ -120,6 +120,6 @@ done
 wait
 echo quit | nvidia-cuda-mps-control 2>/dev/null
 echo "wall $(( $(date +%s) - start )) s" >> $OUT/device.txt
-tar czf $OUT/records.tgz --exclude=model --exclude=checkpoints --exclude="*.safetensors" --exclude=derived "${outs[@]}"
+tar czf $OUT/records.tgz "${SKIP[@]}" --exclude=derived "${outs[@]}"
 cat $OUT/device.txt
 for f in "$@"; do echo "== $f"; grep -v -i warn "$(log "$f")" | tail -n 4; done

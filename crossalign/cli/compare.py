@@ -20,10 +20,6 @@ def _compare(args: argparse.Namespace) -> int:
         given = [flag for flag, value in flags.items() if value]
         if given:
             raise CrossalignError(f"--prepare-only trains and evaluates nothing; drop {given[0]}")
-        study = select_runs(load_study(args.study, overrides), args.runs)
-        run_study(study, report=False, prepare_only=True)
-        print(f"prepared {study.out}: every derived corpus and prepare output")
-        return 0
     if args.jobs > 1 and not args.dry_run:
         if args.seeds is not None:
             raise CrossalignError("--jobs runs every seed in its own process; drop --seeds")
@@ -34,6 +30,10 @@ def _compare(args: argparse.Namespace) -> int:
             print(f"wrote {page} and {page.with_suffix('.html')}")
         return 0
     study = select_runs(load_study(args.study, overrides), args.runs)
+    if args.prepare_only:
+        run_study(study, report=False, prepare_only=True)
+        print(f"prepared {study.out}: every derived corpus and prepare output")
+        return 0
     result = run_study(study, report=not args.no_report, dry_run=args.dry_run, seeds=args.seeds)
     if args.dry_run:
         return 0

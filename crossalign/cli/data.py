@@ -294,12 +294,10 @@ def _derive(args: argparse.Namespace) -> int:
 
 
 def _dictionary_split(args: argparse.Namespace) -> int:
-    from crossalign.data.derive.dictionary_split import write_dictionary_split
+    from crossalign.data.derive.dictionary_split import split_summary, write_dictionary_split
 
     o = options_from(args, DictionarySplitOptions)
-    card = write_dictionary_split(o, command_line(["crossalign", "data", "dictionary-split"], o))
-    n = card["pairs"]
-    print(f"dictionary: train {n['train']}, test {n['test']} of {n['full']} token pairs")
+    print(f"dictionary: {split_summary(write_dictionary_split(o))}")
     print(f"wrote {o.out} (see {o.out}/card.json)")
     return 0
 

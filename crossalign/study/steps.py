@@ -32,15 +32,11 @@ def _unmt_split() -> tuple[type, Callable[[Any], str]]:
 
 
 def _dictionary_split() -> tuple[type, Callable[[Any], str]]:
-    from crossalign.data.derive.dictionary_split import write_dictionary_split
+    from crossalign.data.derive.dictionary_split import split_summary, write_dictionary_split
     from crossalign.data.options import DictionarySplitOptions
 
     def run(o: DictionarySplitOptions) -> str:
-        from crossalign.options import command_line
-
-        command = command_line(["crossalign", "data", "dictionary-split"], o)
-        n = write_dictionary_split(o, command)["pairs"]
-        return f"wrote {o.out}: train {n['train']}, test {n['test']} of {n['full']} token pairs"
+        return f"wrote {o.out}: {split_summary(write_dictionary_split(o))}"
 
     return DictionarySplitOptions, run
 

@@ -20,12 +20,14 @@ from crossalign.fileio import (
     write_json_atomic,
     write_lines_atomic,
 )
+from crossalign.options import command_line
 
 
-def write_dictionary_split(o: DictionarySplitOptions, command: str = "") -> dict[str, Any]:
+def write_dictionary_split(o: DictionarySplitOptions) -> dict[str, Any]:
     """Write ``OUT/train.txt`` (a seeded ``fraction`` of ``DERIVED/dictionary/full.txt``),
-    ``OUT/test.txt`` (the rest) and ``OUT/card.json`` (with ``full.txt``'s SHA-256, to tell a
-    share of a corpus derived again), atomically; return the card. At the corpus's own
+    ``OUT/test.txt`` (the rest) and ``OUT/card.json`` (the command line that makes it again,
+    and ``full.txt``'s SHA-256, to tell a share of a corpus derived again), atomically; return
+    the card. At the corpus's own
     ``dict_fraction`` the two files equal its ``dictionary/{train,test}.txt``. An ``OUT`` inside
     the corpus, or a corpus without a derive card or an exact dictionary, is refused."""
     derived, fraction, out = Path(o.derived), o.fraction, Path(o.out)
@@ -53,7 +55,7 @@ def write_dictionary_split(o: DictionarySplitOptions, command: str = "") -> dict
     pairs = read_dictionary(full)
     train, test = split_dictionary(pairs, fraction, corpus["seed"])
     card = {
-        "command": command,
+        "command": command_line(["crossalign", "data", "dictionary-split"], o),
         "derived": str(derived),
         "seed": corpus["seed"],
         "fraction": fraction,
@@ -66,3 +68,9 @@ def write_dictionary_split(o: DictionarySplitOptions, command: str = "") -> dict
             write_lines_atomic(tmp / f"{name}.txt", [f"{a} {b}" for a, b in part])
         write_json_atomic(tmp / "card.json", card)
     return card
+
+
+def split_summary(card: dict[str, Any]) -> str:
+    """The counts of a share's card, as the command and a prepare step print them."""
+    n = card["pairs"]
+    return f"train {n['train']}, test {n['test']} of {n['full']} token pairs"
