@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from crossalign.options import seed_list
 
@@ -13,6 +14,7 @@ def _compare(args: argparse.Namespace) -> int:
     from crossalign.study.spec import load_study, select_runs
 
     overrides = list(args.overrides)
+    records_dir = Path(args.records) if args.records else None
     if args.out:
         overrides.append(f"out={args.out}")
     if args.prepare_only:
@@ -25,7 +27,9 @@ def _compare(args: argparse.Namespace) -> int:
             raise CrossalignError("--jobs runs every seed in its own process; drop --seeds")
         from crossalign.study.parallel import run_parallel
 
-        page = run_parallel(args.study, overrides, args.jobs, args.runs, not args.no_report)
+        page = run_parallel(
+            args.study, overrides, args.jobs, args.runs, not args.no_report, records_dir
+        )
         if page is not None:
             print(f"wrote {page} and {page.with_suffix('.html')}")
         return 0
@@ -34,7 +38,13 @@ def _compare(args: argparse.Namespace) -> int:
         run_study(study, report=False, prepare_only=True)
         print(f"prepared {study.out}: every derived corpus and prepare output")
         return 0
-    result = run_study(study, report=not args.no_report, dry_run=args.dry_run, seeds=args.seeds)
+    result = run_study(
+        study,
+        report=not args.no_report,
+        dry_run=args.dry_run,
+        seeds=args.seeds,
+        records_dir=records_dir,
+    )
     if args.dry_run:
         return 0
     print(f"{len(result.runs)} runs in {study.out}")
@@ -91,6 +101,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "then the report; each seed's log in OUT/logs/",
     )
     p.add_argument("--no-report", action="store_true", help="train and evaluate only")
+    p.add_argument(
+        "--records",
+        metavar="DIR",
+        help="also keep each run's records (config.yaml, results.jsonl, metrics.jsonl; no "
+        "models) in DIR, at their place under the study directory, as each run is measured, "
+        "and start from the records DIR holds for run directories that have none: a study "
+        "longer than the machine keeps its files goes on where it stopped (e.g. commit "
+        "docs/studies/NAME/records between sessions)",
+    )
     p.add_argument(
         "--prepare-only",
         action="store_true",

@@ -22,11 +22,18 @@ from crossalign.study.spec import load_study, select_runs
 
 
 def child_command(
-    study_file: str, overrides: Sequence[str], runs: Sequence[str], seed: int
+    study_file: str,
+    overrides: Sequence[str],
+    runs: Sequence[str],
+    seed: int,
+    records_dir: Path | None = None,
 ) -> list[str]:
-    """The ``crossalign compare`` command of one seed's runs (no report)."""
+    """The ``crossalign compare`` command of one seed's runs (no report), keeping its
+    records in ``records_dir`` too when given."""
     command = [sys.executable, "-m", "crossalign", "compare", study_file]
     command += ["--seeds", str(seed), "--runs", ",".join(runs), "--no-report"]
+    if records_dir is not None:
+        command += ["--records", str(records_dir)]
     return command + list(overrides)
 
 
@@ -36,9 +43,11 @@ def run_parallel(
     jobs: int,
     names: Sequence[str] | None = None,
     report: bool = True,
+    records_dir: Path | None = None,
 ) -> Path | None:
     """Run the study of ``study_file`` (with ``overrides``, the runs ``names``) with ``jobs``
-    seed processes at once; returns the report page (None without ``report``)."""
+    seed processes at once, keeping the records in ``records_dir`` too when given
+    (``study.records``); returns the report page (None without ``report``)."""
     from crossalign.study.run import run_study
 
     if jobs < 1:
@@ -50,12 +59,13 @@ def run_parallel(
     run_study(study, report=False, prepare_only=True)
     if shared:
         print(f"== shared runs first: {', '.join(shared)}")
-        run_study(select_runs(load_study(study_file, overrides), shared), report=False)
+        shared_study = select_runs(load_study(study_file, overrides), shared)
+        run_study(shared_study, report=False, records_dir=records_dir)
     logs = Path(study.out) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     if per_seed:
-        _run_children(study_file, overrides, per_seed, study.seeds, jobs, logs)
-    return run_study(study, report=report).report
+        _run_children(study_file, overrides, per_seed, study.seeds, jobs, logs, records_dir)
+    return run_study(study, report=report, records_dir=records_dir).report
 
 
 def _run_children(
@@ -65,6 +75,7 @@ def _run_children(
     seeds: Sequence[int],
     jobs: int,
     logs: Path,
+    records_dir: Path | None = None,
 ) -> None:
     """One child per seed, at most ``jobs`` at a time; raises naming the first failed one."""
     waiting = list(seeds)
@@ -74,7 +85,7 @@ def _run_children(
         while waiting and len(running) < jobs and not failed:
             seed = waiting.pop(0)
             log = open(logs / f"seed-{seed}.log", "w", encoding="utf-8")  # noqa: SIM115
-            command = child_command(study_file, overrides, runs, seed)
+            command = child_command(study_file, overrides, runs, seed, records_dir)
             running[seed] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log)
             print(f"== seed {seed}: started (log {logs / f'seed-{seed}.log'})")
         for seed, (proc, log) in list(running.items()):

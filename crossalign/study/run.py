@@ -205,6 +205,7 @@ def run_study(
     dry_run: bool = False,
     seeds: Sequence[int] | None = None,
     prepare_only: bool = False,
+    records_dir: Path | None = None,
 ) -> StudyResult:
     """Derive, train and evaluate everything ``study`` lists (reusing what is done), then
     write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
@@ -212,7 +213,8 @@ def run_study(
     ``seeds``: only the runs of these seeds, in the directories the whole study gives them
     (e.g. one process per seed on a machine with room for several), and no report.
     ``prepare_only``: make every derived corpus and prepare output, nothing more (what
-    processes running the seeds share: ``study.parallel``)."""
+    processes running the seeds share: ``study.parallel``). ``records_dir``: start from the
+    run records it holds and copy each run's there once measured (``study.records``)."""
     from crossalign.config import load_config
     from crossalign.data.derive.settings import DeriveSettings
     from crossalign.evals.registry import evaluations
@@ -273,6 +275,17 @@ def run_study(
         if cfg is not None:
             check_run(cfg, run, made_by_study)
     ledger = Path(study.out) / "prepared.json"
+    out = Path(study.out)
+    if records_dir is not None:
+        from crossalign.study.records import record_place, restore_records
+
+        for run in runs:
+            record_place(run.run_dir, out, records_dir)  # refused before any work
+        if dry_run:
+            print(f"(--records {records_dir} is not restored by --dry-run)")
+        elif not prepare_only:
+            restored = restore_records([r.run_dir for r in runs], out, records_dir)
+            print(f"restored the records of {len(restored)} runs from {records_dir}")
     reuse = reuse_checks(checked)
     if dry_run:
         print(describe_plan(checked, list(steps.values()), ledger, derives, reuse))
@@ -309,6 +322,10 @@ def run_study(
         # (RUN/results.jsonl and the report's curves) must not stand in for its run's
         measured = [ensure_evaluated(run, planned, label) for planned in evals]
         records[run.run_dir] = final_records(run, measured)
+        if records_dir is not None:
+            from crossalign.study.records import keep_records
+
+            keep_records(run.run_dir, out, records_dir)
     result = StudyResult(runs=runs, records=records, report=None)
     if report and not prepare_only:
         result.report = write_study_report(study, result)

@@ -391,6 +391,56 @@ def test_records_without_models_are_reused_and_a_new_evaluation_retrains(
     assert all((run / "model").is_dir() for run in runs)
 
 
+def test_records_kept_outside_the_study_carry_it_to_a_machine_without_its_files(tmp_path, capsys):
+    """``--records DIR``: each measured run's records (no model) are copied to DIR; on a fresh
+    machine (the study directory gone) they are restored, so the measured run is reused and
+    only the rest trains; a run directory with records of its own is never overwritten."""
+    import shutil
+
+    from crossalign.study.parallel import child_command
+
+    path = _study(tmp_path, seeds=[0])
+    out, keep = tmp_path / "study", tmp_path / "kept"
+    command = ["compare", str(path), "--runs", "mlm", "--no-report", "--records", str(keep)]
+    assert main(command) == 0
+    kept = keep / "runs" / "mlm"
+    assert sorted(p.name for p in kept.iterdir()) == [
+        "config.yaml",
+        "metrics.jsonl",
+        "results.jsonl",
+    ]
+    assert (
+        kept.joinpath("results.jsonl").read_text() == (out / "runs/mlm/results.jsonl").read_text()
+    )
+
+    shutil.rmtree(out)  # a fresh clone: only the kept records
+    capsys.readouterr()
+    assert main(["compare", str(path), "--records", str(keep), "--dry-run"]) == 0
+    assert "is not restored by --dry-run" in capsys.readouterr().out
+    assert not (out / "runs/mlm/results.jsonl").exists()
+    assert main(["compare", str(path), "--records", str(keep)]) == 0
+    printed = capsys.readouterr().out
+    assert "restored the records of 1 runs" in printed
+    assert printed.count("== pre-training") == 1 and "== pre-training xlm" in printed
+    assert not (out / "runs/mlm/model").exists() and (out / "report/report.md").is_file()
+    assert (keep / "runs/xlm/results.jsonl").is_file()
+
+    # the study directory's own records win over the kept ones, which are then brought up to date
+    mine = (out / "runs/mlm/results.jsonl").read_text()
+    kept.joinpath("results.jsonl").write_text("not a record\n")
+    assert main(["compare", str(path), "--records", str(keep), "--no-report"]) == 0
+    assert "restored the records of 0 runs" in capsys.readouterr().out
+    assert (out / "runs/mlm/results.jsonl").read_text() == mine
+    assert kept.joinpath("results.jsonl").read_text() == mine
+
+    # records have their place under the study directory only
+    outside = _study(tmp_path, seeds=[0], run_dir=str(tmp_path / "elsewhere/{run}"))
+    assert main(["compare", str(outside), "--records", str(keep), "--dry-run"]) == 2
+    assert "is outside it; keep the study's run_dir under its 'out'" in capsys.readouterr().err
+    # the seed processes of --jobs keep their records too
+    assert child_command("s.yaml", [], ["mlm"], 3, keep)[-2:] == ["--records", str(keep)]
+
+
 def test_seeds_runs_some_seeds_in_the_whole_studys_directories(tmp_path, capsys):
     path = _study(tmp_path)
     assert main(["compare", str(path), "--seeds", "1", "--runs", "mlm", "--no-report"]) == 0
