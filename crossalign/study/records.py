@@ -7,22 +7,82 @@ DIR mirrors the study directory ``OUT`` without models or checkpoints: each run'
 OUT (the layout of ``docs/studies/NAME/records/``). Before the runs, each run directory DIR
 holds and OUT does not gets those files (``restore_records``), so that a run whose records
 hold every evaluation is reused (``measured``, see ``crossalign.study.plan.run_state``); after
-each run is measured, its files are copied to DIR (``keep_records``)."""
+each run is measured, its files are copied to DIR (``keep_records``).
+
+A measured run whose model a run still to train starts from is trained again. Each trained
+run's directory holds ``model.sha256``, the digest of its model's files
+(``write_model_digest``), so that a run trained again can be told from the one its records
+measured: bit-identical, its records stand (``reinstate_records``); else they are measured
+again, and runs measured from the earlier model are named (``crossalign.study.run``)."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
 from crossalign.evals.results import RESULTS
-from crossalign.fileio import atomic_path
+from crossalign.fileio import atomic_path, file_sha256, write_text_atomic
 from crossalign.run_dir import METRICS
 
-RECORD_FILES = (CONFIG, RESULTS, METRICS)
+MODEL_DIGEST = "model.sha256"
+"""The digest of a trained run's ``model/`` files, beside its records."""
+
+RECORD_FILES = (CONFIG, RESULTS, METRICS, MODEL_DIGEST)
 """The files of a run directory that ``--records`` keeps: no model, no checkpoint."""
+
+
+class MeasuredModel(NamedTuple):
+    """What a run directory's records say of the model they measured: its digest and the
+    text of its ``results.jsonl``."""
+
+    digest: str
+    results: str
+
+
+def model_digest(model_dir: Path) -> str:
+    """SHA-256 over every file under ``model_dir``: each file's path (relative, sorted) and
+    the SHA-256 of its bytes. Equal digests: bit-identical models."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        digest.update(f"{file.relative_to(model_dir).as_posix()} {file_sha256(file)}\n".encode())
+    return digest.hexdigest()
+
+
+def write_model_digest(run_dir: Path) -> str | None:
+    """Write ``RUN/model.sha256`` (``model_digest`` of ``RUN/model``); None, and nothing
+    written, when the run holds no model."""
+    if not (run_dir / "model").is_dir():
+        return None
+    digest = model_digest(run_dir / "model")
+    write_text_atomic(run_dir / MODEL_DIGEST, f"{digest}  model/\n")
+    return digest
+
+
+def measured_model(run_dir: Path) -> MeasuredModel | None:
+    """The digest and records of the model ``run_dir``'s records measured, or None when it
+    holds no ``model.sha256`` or no ``results.jsonl``."""
+    digest, results = run_dir / MODEL_DIGEST, run_dir / RESULTS
+    if not (digest.is_file() and results.is_file()):
+        return None
+    return MeasuredModel(
+        digest.read_text(encoding="utf-8").split()[0], results.read_text(encoding="utf-8")
+    )
+
+
+def reinstate_records(run_dir: Path, earlier: MeasuredModel) -> bool:
+    """After ``run_dir`` was trained again: when its new model is bit-identical to the one
+    ``earlier`` measured, write those records back (they measure this model) and return
+    True; else return False (its evaluations run again)."""
+    digest = write_model_digest(run_dir)
+    if digest != earlier.digest:
+        return False
+    write_text_atomic(run_dir / RESULTS, earlier.results)
+    return True
 
 
 def record_place(run_dir: Path, out: Path, keep: Path) -> Path:

@@ -41,27 +41,65 @@ def ensure_derived(out: Path, settings: Any) -> None:
     write_derived(out, settings, settings.command_line(str(out)))
 
 
-def ensure_trained(cfg: RunConfig, label: str, evals: Sequence[PlannedEval] = ()) -> Path:
+def ensure_trained(cfg: RunConfig, label: str, evals: Sequence[PlannedEval] = ()) -> bool:
     """Train the run ``cfg`` describes unless ``run_state`` finds it finished (``done``) or
     measured by every one of ``evals`` (``measured``): a run directory whose ``config.yaml``
     equals it and holds ``model/`` or all those records is reused, one with checkpoints is
-    resumed, anything else is started again (``--overwrite``). Returns ``run_dir``."""
+    resumed, anything else is started again (``--overwrite``). A measured run trained again
+    (a run to train starts from its model) keeps its records when its new model is
+    bit-identical to the one they measured (``study.records.reinstate_records``). Returns
+    whether it was trained again to another model than its records measured."""
+    from crossalign.study.records import measured_model, reinstate_records
     from crossalign.training.loop import train
 
     state = run_state(cfg, evals)
-    if state not in ("done", "measured"):
-        run_dir = Path(cfg.run_dir)
-        if state == "train" and run_dir.is_dir() and any(run_dir.iterdir()):
-            why = (
-                "holds no finished run or checkpoint of its config"
-                if holds_config(cfg)
-                else "holds a run of another config than the study gives it now"
-            )
-            print(f"{run_dir} {why}: its model, checkpoints and results are replaced")
-        print(f"== pre-training {label} ({cfg.train.steps} steps)")
-        resume = state == "resume"
-        train(cfg, resume="last" if resume else None, overwrite=not resume)
-    return Path(cfg.run_dir)
+    if state in ("done", "measured"):
+        return False
+    run_dir = Path(cfg.run_dir)
+    earlier = measured_model(run_dir) if holds_config(cfg) else None
+    if state == "train" and run_dir.is_dir() and any(run_dir.iterdir()):
+        why = (
+            "holds no finished run or checkpoint of its config"
+            if holds_config(cfg)
+            else "holds a run of another config than the study gives it now"
+        )
+        if earlier is not None:
+            why = "holds records of its config but no model"
+        print(f"{run_dir} {why}: its model, checkpoints and results are replaced")
+    print(f"== pre-training {label} ({cfg.train.steps} steps)")
+    resume = state == "resume"
+    train(cfg, resume="last" if resume else None, overwrite=not resume)
+    if earlier is None:
+        return False
+    if reinstate_records(run_dir, earlier):
+        print(f"{run_dir}: trained again bit-identical to the model its records measured "
+              f"(sha256 {earlier.digest[:12]}); they stand")  # fmt: skip
+        return False
+    print(f"{run_dir}: trained again to other weights than its records measured; its "
+          "evaluations run again")  # fmt: skip
+    return True
+
+
+def check_no_measured_dependents(
+    run: PlannedRun, checked: Sequence[tuple[PlannedRun, RunConfig | None, list]], reuse: dict
+) -> None:
+    """Refuse to go on when ``run`` was trained again to other weights than its records
+    measured while runs of the study measured from its earlier model are reused: they were
+    continued from another model than the one the rest will be. Names them and the fix."""
+    mine = run.model_dir.resolve()
+    stale = [
+        f"{other.name} (seed {other.seed})"
+        for other, cfg, _ in checked
+        if cfg is not None and cfg.model.path and Path(cfg.model.path).resolve() == mine
+        and run_state(cfg, reuse[other.run_dir]) in ("done", "measured")
+    ]  # fmt: skip
+    if stale:
+        raise CrossalignError(
+            f"run '{run.name}' (seed {run.seed}) was trained again to other weights than its "
+            f"records measured, and {', '.join(stale)} were continued from its earlier model "
+            f"(their records are kept); remove their run directories (and their copies "
+            "under --records) to train them again from this model, then run the study again"
+        )
 
 
 def ensure_as_is(run: PlannedRun) -> None:
@@ -316,12 +354,16 @@ def run_study(
         label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
         if cfg is None:
             ensure_as_is(run)
-        else:
-            ensure_trained(cfg, label, reuse[run.run_dir])
+        elif ensure_trained(cfg, label, reuse[run.run_dir]):
+            check_no_measured_dependents(run, checked, reuse)
         # hypotheses, gates and contrasts judge the final models; a checkpoint's record
         # (RUN/results.jsonl and the report's curves) must not stand in for its run's
         measured = [ensure_evaluated(run, planned, label) for planned in evals]
         records[run.run_dir] = final_records(run, measured)
+        if cfg is not None:
+            from crossalign.study.records import write_model_digest
+
+            write_model_digest(run.run_dir)  # what a later copy of its records measured
         if records_dir is not None:
             from crossalign.study.records import keep_records
 

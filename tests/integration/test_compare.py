@@ -384,10 +384,12 @@ def test_records_without_models_are_reused_and_a_new_evaluation_retrains(
     assert main(["compare", str(path), f"evaluations={json.dumps(with_free)}", "--dry-run"]) == 0
     assert capsys.readouterr().out.count("0 of 3 evaluations to run") == 2
 
-    # an evaluation they were not measured by needs the model: the runs are trained again
+    # an evaluation they were not measured by needs the model: the runs are trained again,
+    # bit-identical to the models their records measured, so only the new evaluation runs
     assert main(["compare", str(path), "evaluations.1.options.layer=1", "--no-report"]) == 0
     printed = capsys.readouterr().out
-    assert printed.count("== pre-training") == 2 and printed.count("== evaluating") == 4
+    assert printed.count("== pre-training") == 2 and printed.count("bit-identical") == 2
+    assert printed.count("== evaluating") == 2 and "retrieval" in printed
     assert all((run / "model").is_dir() for run in runs)
 
 
@@ -407,6 +409,7 @@ def test_records_kept_outside_the_study_carry_it_to_a_machine_without_its_files(
     assert sorted(p.name for p in kept.iterdir()) == [
         "config.yaml",
         "metrics.jsonl",
+        "model.sha256",
         "results.jsonl",
     ]
     assert (
@@ -439,6 +442,38 @@ def test_records_kept_outside_the_study_carry_it_to_a_machine_without_its_files(
     assert "is outside it; keep the study's run_dir under its 'out'" in capsys.readouterr().err
     # the seed processes of --jobs keep their records too
     assert child_command("s.yaml", [], ["mlm"], 3, keep)[-2:] == ["--records", str(keep)]
+
+
+def test_a_measured_run_trained_again_keeps_its_records_only_when_bit_identical(tmp_path, capsys):
+    """On a fresh machine, a measured ``base`` whose model a run still to train continues from
+    is trained again: bit-identical to the model its records measured (model.sha256), its
+    records stand; with other weights, the runs measured from its earlier model are named and
+    the study stops rather than mix models."""
+    import shutil
+
+    path = _study(tmp_path, seeds=[0, 1], **_chain(tmp_path, base_seeds=[0]))
+    out, keep = tmp_path / "study", tmp_path / "kept"
+    command = ["compare", str(path), "--no-report", "--records", str(keep)]
+    assert main(command) == 0
+    digest = (keep / "runs/base/model.sha256").read_text()
+    assert digest == (out / "runs/base/model.sha256").read_text()
+
+    shutil.rmtree(out)  # a fresh machine, and one continued run still to train
+    shutil.rmtree(keep / "runs/cont/seed-1")
+    capsys.readouterr()
+    assert main(command) == 0
+    printed = capsys.readouterr().out
+    assert "== pre-training base seed 0" in printed and "bit-identical" in printed
+    assert "== evaluating base" not in printed and "== pre-training cont seed 1" in printed
+    assert "== pre-training cont seed 0" not in printed
+
+    shutil.rmtree(out)  # the same, but the records measured another model
+    shutil.rmtree(keep / "runs/cont/seed-1")
+    (keep / "runs/base/model.sha256").write_text("0" * 64 + "  model/\n")
+    assert main(command) == 2
+    captured = capsys.readouterr()
+    assert "trained again to other weights than its records measured" in captured.out
+    assert "cont (seed 0) were continued from its earlier model" in captured.err
 
 
 def test_seeds_runs_some_seeds_in_the_whole_studys_directories(tmp_path, capsys):
