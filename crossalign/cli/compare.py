@@ -104,11 +104,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--records",
         metavar="DIR",
-        help="also keep each run's records (config.yaml, results.jsonl, metrics.jsonl; no "
-        "models) in DIR, at their place under the study directory, as each run is measured, "
-        "and start from the records DIR holds for run directories that have none: a study "
-        "longer than the machine keeps its files goes on where it stopped (e.g. commit "
-        "docs/studies/NAME/records between sessions)",
+        help="also keep each run's records (config.yaml, results.jsonl, metrics.jsonl and "
+        "the digests model.sha256/start.sha256; no models) in DIR, at their place under the "
+        "study directory, as each run is measured, and start from the records DIR holds for "
+        "run directories that have none: a study longer than the machine keeps its files goes "
+        "on where it stopped (e.g. commit docs/studies/NAME/records between sessions)",
     )
     p.add_argument(
         "--prepare-only",

@@ -59,8 +59,9 @@ def run_parallel(
     run_study(study, report=False, prepare_only=True)
     if shared:
         print(f"== shared runs first: {', '.join(shared)}")
-        shared_study = select_runs(load_study(study_file, overrides), shared)
-        run_study(shared_study, report=False, records_dir=records_dir)
+        # planned with the whole study: a measured starting model is trained again when a
+        # seed process will continue from it
+        run_study(study, report=False, records_dir=records_dir, only=shared)
     logs = Path(study.out) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     if per_seed:

@@ -1,39 +1,88 @@
-"""``crossalign compare --records DIR``: a study's records kept outside its directory, for a
-study that takes longer than the machine keeps its files (e.g. a session that starts from a
-fresh clone each time: commit DIR between sessions).
+"""A study's records kept outside its directory (``crossalign compare --records DIR``), and the
+digests that tell whether the runs a study compares measured the models they say.
 
-DIR mirrors the study directory ``OUT`` without models or checkpoints: each run's
-``config.yaml``, ``results.jsonl`` and ``metrics.jsonl`` at the same place under DIR as under
-OUT (the layout of ``docs/studies/NAME/records/``). Before the runs, each run directory DIR
-holds and OUT does not gets those files (``restore_records``), so that a run whose records
-hold every evaluation is reused (``measured``, see ``crossalign.study.plan.run_state``); after
-each run is measured, its files are copied to DIR (``keep_records``).
+``--records DIR`` is for a study that takes longer than the machine keeps its files (e.g. a
+session that starts from a fresh clone each time: commit DIR between sessions). DIR mirrors
+the study directory ``OUT`` without models or checkpoints: each run's ``RECORD_FILES`` at the
+same place under DIR as under OUT (the layout of ``docs/studies/NAME/records/``). Before the
+runs, each run directory DIR holds and OUT does not gets those files (``restore_records``), so
+that a run whose records hold every evaluation is reused (``measured``, see
+``crossalign.study.plan.run_state``); after each run is measured, its files are copied to DIR
+(``keep_records``).
 
-A measured run whose model a run still to train starts from is trained again. Each trained
-run's directory holds ``model.sha256``, the digest of its model's files
-(``write_model_digest``), so that a run trained again can be told from the one its records
-measured: bit-identical, its records stand (``reinstate_records``); else they are measured
-again, and runs measured from the earlier model are named (``crossalign.study.run``)."""
+A measured run whose model a run still to train starts from is trained again, so a study
+carried this way could compare runs continued from two different starting models. Each run
+directory therefore holds the digest of the model it trained or measured (``model.sha256``)
+and, for a run continued from a model, of that model (``start.sha256``); every run that
+records a digest of one model must record the same (``check_same_models``). A run trained again
+bit-identical to the model its records measured keeps them (``reinstate_records``)."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
 from crossalign.evals.results import RESULTS
-from crossalign.fileio import atomic_path, file_sha256, write_text_atomic
+from crossalign.fileio import atomic_path, check_writable, file_sha256, write_text_atomic
 from crossalign.run_dir import METRICS
 
 MODEL_DIGEST = "model.sha256"
-"""The digest of a trained run's ``model/`` files, beside its records."""
+"""The digest of the model a run trained (``RUN/model``) or, a ``model`` run, measured."""
 
-RECORD_FILES = (CONFIG, RESULTS, METRICS, MODEL_DIGEST)
+START_DIGEST = "start.sha256"
+"""The digest of the model a run was continued from (its ``model.path``)."""
+
+RECORD_FILES = (CONFIG, RESULTS, METRICS, MODEL_DIGEST, START_DIGEST)
 """The files of a run directory that ``--records`` keeps: no model, no checkpoint."""
+
+WEIGHTS = ("*.safetensors", "*.bin")
+"""The files of a model directory its digest covers: the weights, not the model card or
+``config.json`` (which name paths and library versions)."""
+
+_DIGEST_LINE = re.compile(r"([0-9a-f]{64})  \S+\n?")
+
+
+def model_digest(model_dir: Path) -> str | None:
+    """SHA-256 over the weight files of ``model_dir`` (``WEIGHTS``): each file's name (sorted)
+    and the SHA-256 of its bytes. Equal digests: bit-identical weights. None for a path that
+    is no local directory of weights (e.g. a model hub id)."""
+    files = sorted({f for pattern in WEIGHTS for f in Path(model_dir).glob(pattern)})
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(f"{file.name} {file_sha256(file)}\n".encode())
+    return digest.hexdigest()
+
+
+def read_digest(path: Path) -> str | None:
+    """The digest a ``model.sha256``/``start.sha256`` file holds (None when there is none); a
+    malformed file is an error naming it and the fix."""
+    if not path.is_file():
+        return None
+    match = _DIGEST_LINE.fullmatch(path.read_text(encoding="utf-8"))
+    if match is None:
+        raise CrossalignError(
+            f"{path} is not a digest line ('<64 hex digits>  <model>'); delete it (the run's "
+            "next training writes it again)"
+        )
+    return match.group(1)
+
+
+def write_digest(path: Path, model_dir: Path, digest: str | None = None) -> str | None:
+    """Write ``digest`` (by default ``model_digest(model_dir)``) to ``path`` as
+    ``<digest>  <model_dir>``; returns it (None, and nothing written, for a model with no
+    local weights)."""
+    digest = digest or model_digest(model_dir)
+    if digest is not None:
+        write_text_atomic(path, f"{digest}  {Path(model_dir).as_posix()}\n")
+    return digest
 
 
 class MeasuredModel(NamedTuple):
@@ -44,45 +93,58 @@ class MeasuredModel(NamedTuple):
     results: str
 
 
-def model_digest(model_dir: Path) -> str:
-    """SHA-256 over every file under ``model_dir``: each file's path (relative, sorted) and
-    the SHA-256 of its bytes. Equal digests: bit-identical models."""
-    digest = hashlib.sha256()
-    for file in sorted(p for p in model_dir.rglob("*") if p.is_file()):
-        digest.update(f"{file.relative_to(model_dir).as_posix()} {file_sha256(file)}\n".encode())
-    return digest.hexdigest()
-
-
-def write_model_digest(run_dir: Path) -> str | None:
-    """Write ``RUN/model.sha256`` (``model_digest`` of ``RUN/model``); None, and nothing
-    written, when the run holds no model."""
-    if not (run_dir / "model").is_dir():
-        return None
-    digest = model_digest(run_dir / "model")
-    write_text_atomic(run_dir / MODEL_DIGEST, f"{digest}  model/\n")
-    return digest
-
-
 def measured_model(run_dir: Path) -> MeasuredModel | None:
     """The digest and records of the model ``run_dir``'s records measured, or None when it
     holds no ``model.sha256`` or no ``results.jsonl``."""
-    digest, results = run_dir / MODEL_DIGEST, run_dir / RESULTS
-    if not (digest.is_file() and results.is_file()):
+    digest, results = read_digest(run_dir / MODEL_DIGEST), run_dir / RESULTS
+    if digest is None or not results.is_file():
         return None
-    return MeasuredModel(
-        digest.read_text(encoding="utf-8").split()[0], results.read_text(encoding="utf-8")
-    )
+    return MeasuredModel(digest, results.read_text(encoding="utf-8"))
 
 
 def reinstate_records(run_dir: Path, earlier: MeasuredModel) -> bool:
-    """After ``run_dir`` was trained again: when its new model is bit-identical to the one
-    ``earlier`` measured, write those records back (they measure this model) and return
-    True; else return False (its evaluations run again)."""
-    digest = write_model_digest(run_dir)
-    if digest != earlier.digest:
-        return False
-    write_text_atomic(run_dir / RESULTS, earlier.results)
-    return True
+    """After ``run_dir`` was trained again (its ``model.sha256`` written): when its model is
+    bit-identical to the one ``earlier`` measured, write those records back (they measure
+    this model) and return True; else drop any record left in it (a resumed run keeps its
+    ``results.jsonl``) and return False, so that its evaluations run again."""
+    if read_digest(run_dir / MODEL_DIGEST) == earlier.digest:
+        write_text_atomic(run_dir / RESULTS, earlier.results)
+        return True
+    (run_dir / RESULTS).unlink(missing_ok=True)
+    return False
+
+
+class ModelUse(NamedTuple):
+    """One run's record of a model: the model's path, who recorded it and the digest file."""
+
+    model: Path
+    who: str
+    file: Path
+
+
+def check_same_models(uses: Iterable[ModelUse]) -> None:
+    """Refuse records that give one model two digests: runs measured, or continued from,
+    different weights under the same path (e.g. a starting model trained again to other
+    weights after some runs were continued from it). Names the model, who recorded which
+    digest, and the fix. A use whose file does not exist (records made before digests) is
+    not checked."""
+    seen: dict[Path, dict[str, list[ModelUse]]] = {}
+    for use in uses:
+        digest = read_digest(use.file)
+        if digest is not None:
+            seen.setdefault(use.model.resolve(), {}).setdefault(digest, []).append(use)
+    for model, digests in seen.items():
+        if len(digests) > 1:
+            parts = "; ".join(
+                f"{digest[:12]} by {', '.join(f'{u.who} ({u.file})' for u in users)}"
+                for digest, users in digests.items()
+            )
+            raise CrossalignError(
+                f"model {model} has two digests in this study's records ({parts}): runs "
+                "measured from different weights would be compared; remove the run "
+                "directories (and their copies under --records) whose digest is not the "
+                "model's now, then run the study again"
+            )
 
 
 def record_place(run_dir: Path, out: Path, keep: Path) -> Path:
@@ -99,23 +161,42 @@ def record_place(run_dir: Path, out: Path, keep: Path) -> Path:
     return keep / rel
 
 
-def restore_records(run_dirs: Sequence[Path], out: Path, keep: Path) -> list[Path]:
-    """Copy the records ``keep`` holds of each of ``run_dirs`` into it, for the run
-    directories that hold none of ``RECORD_FILES`` (a run directory with files of its own is
-    never touched). Returns the run directories restored."""
+def check_records_dir(keep: Path, run_dirs: Sequence[Path], out: Path) -> None:
+    """Refuse, before any work, a ``--records`` directory that is a file or cannot be
+    written, or run directories with no place under it (``record_place``)."""
     if keep.exists() and not keep.is_dir():
         raise CrossalignError(f"--records {keep} is a file; give a directory")
-    restored = []
+    check_writable(keep / RESULTS, "--records")
     for run_dir in run_dirs:
-        src = record_place(run_dir, out, keep)
-        files = [src / name for name in RECORD_FILES if (src / name).is_file()]
-        if not files or any((run_dir / name).exists() for name in RECORD_FILES):
-            continue
-        run_dir.mkdir(parents=True, exist_ok=True)
-        for file in files:
-            with atomic_path(run_dir / file.name) as tmp:
-                shutil.copyfile(file, tmp)
-        restored.append(run_dir)
+        record_place(run_dir, out, keep)
+
+
+def _copy_records(src: Path, dest: Path) -> None:
+    """Copy the ``RECORD_FILES`` ``src`` holds into ``dest``, each atomically."""
+    for name in RECORD_FILES:
+        if (src / name).is_file():
+            with atomic_path(dest / name) as tmp:
+                shutil.copyfile(src / name, tmp)
+
+
+def restorable(run_dirs: Sequence[Path], out: Path, keep: Path) -> list[Path]:
+    """The run directories of ``run_dirs`` that hold none of ``RECORD_FILES`` while ``keep``
+    holds some of theirs."""
+    return [
+        run_dir
+        for run_dir in run_dirs
+        if not any((run_dir / name).exists() for name in RECORD_FILES)
+        and any((record_place(run_dir, out, keep) / name).is_file() for name in RECORD_FILES)
+    ]
+
+
+def restore_records(run_dirs: Sequence[Path], out: Path, keep: Path) -> list[Path]:
+    """Copy the records ``keep`` holds of each of ``run_dirs`` into it, for the run
+    directories that hold none of ``RECORD_FILES`` (one that holds any keeps its own).
+    Returns the run directories restored."""
+    restored = restorable(run_dirs, out, keep)
+    for run_dir in restored:
+        _copy_records(record_place(run_dir, out, keep), run_dir)
     return restored
 
 
@@ -123,8 +204,5 @@ def keep_records(run_dir: Path, out: Path, keep: Path) -> Path:
     """Copy ``run_dir``'s ``RECORD_FILES`` to its place under ``keep``, each atomically (an
     interrupted copy leaves the previous one); returns that place."""
     dest = record_place(run_dir, out, keep)
-    for name in RECORD_FILES:
-        if (run_dir / name).is_file():
-            with atomic_path(dest / name) as tmp:
-                shutil.copyfile(run_dir / name, tmp)
+    _copy_records(run_dir, dest)
     return dest

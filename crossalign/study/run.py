@@ -41,21 +41,28 @@ def ensure_derived(out: Path, settings: Any) -> None:
     write_derived(out, settings, settings.command_line(str(out)))
 
 
-def ensure_trained(cfg: RunConfig, label: str, evals: Sequence[PlannedEval] = ()) -> bool:
+def ensure_trained(cfg: RunConfig, label: str, evals: Sequence[PlannedEval] = ()) -> None:
     """Train the run ``cfg`` describes unless ``run_state`` finds it finished (``done``) or
     measured by every one of ``evals`` (``measured``): a run directory whose ``config.yaml``
     equals it and holds ``model/`` or all those records is reused, one with checkpoints is
-    resumed, anything else is started again (``--overwrite``). A measured run trained again
-    (a run to train starts from its model) keeps its records when its new model is
-    bit-identical to the one they measured (``study.records.reinstate_records``). Returns
-    whether it was trained again to another model than its records measured."""
-    from crossalign.study.records import measured_model, reinstate_records
+    resumed, anything else is started again (``--overwrite``). A trained run's directory gets
+    the digests of its model and of the model it was continued from (``study.records``); one
+    trained again keeps the records of a bit-identical model (``reinstate_records``)."""
+    from crossalign.study.records import (
+        MODEL_DIGEST,
+        START_DIGEST,
+        measured_model,
+        reinstate_records,
+        write_digest,
+    )
     from crossalign.training.loop import train
 
+    run_dir = Path(cfg.run_dir)
     state = run_state(cfg, evals)
     if state in ("done", "measured"):
-        return False
-    run_dir = Path(cfg.run_dir)
+        if state == "done" and not (run_dir / MODEL_DIGEST).is_file():
+            write_digest(run_dir / MODEL_DIGEST, run_dir / "model")  # trained before digests
+        return
     earlier = measured_model(run_dir) if holds_config(cfg) else None
     if state == "train" and run_dir.is_dir() and any(run_dir.iterdir()):
         why = (
@@ -69,45 +76,29 @@ def ensure_trained(cfg: RunConfig, label: str, evals: Sequence[PlannedEval] = ()
     print(f"== pre-training {label} ({cfg.train.steps} steps)")
     resume = state == "resume"
     train(cfg, resume="last" if resume else None, overwrite=not resume)
+    write_digest(run_dir / MODEL_DIGEST, run_dir / "model")
+    if cfg.model.path:
+        write_digest(run_dir / START_DIGEST, Path(cfg.model.path))
     if earlier is None:
-        return False
+        return
     if reinstate_records(run_dir, earlier):
         print(f"{run_dir}: trained again bit-identical to the model its records measured "
               f"(sha256 {earlier.digest[:12]}); they stand")  # fmt: skip
-        return False
-    print(f"{run_dir}: trained again to other weights than its records measured; its "
-          "evaluations run again")  # fmt: skip
-    return True
-
-
-def check_no_measured_dependents(
-    run: PlannedRun, checked: Sequence[tuple[PlannedRun, RunConfig | None, list]], reuse: dict
-) -> None:
-    """Refuse to go on when ``run`` was trained again to other weights than its records
-    measured while runs of the study measured from its earlier model are reused: they were
-    continued from another model than the one the rest will be. Names them and the fix."""
-    mine = run.model_dir.resolve()
-    stale = [
-        f"{other.name} (seed {other.seed})"
-        for other, cfg, _ in checked
-        if cfg is not None and cfg.model.path and Path(cfg.model.path).resolve() == mine
-        and run_state(cfg, reuse[other.run_dir]) in ("done", "measured")
-    ]  # fmt: skip
-    if stale:
-        raise CrossalignError(
-            f"run '{run.name}' (seed {run.seed}) was trained again to other weights than its "
-            f"records measured, and {', '.join(stale)} were continued from its earlier model "
-            f"(their records are kept); remove their run directories (and their copies "
-            "under --records) to train them again from this model, then run the study again"
-        )
+    else:
+        print(f"{run_dir}: trained again to other weights than its records measured; its "
+              "evaluations run again")  # fmt: skip
 
 
 def ensure_as_is(run: PlannedRun) -> None:
     """The run directory of a ``model`` run: its ``config.yaml`` names the model and
-    ``train.steps: 0`` (so a report tells it from the trained runs); a missing model is an
-    error naming the run."""
+    ``train.steps: 0`` (so a report tells it from the trained runs), and ``model.sha256`` its
+    weights' digest; when the model's weights are no longer those its records measured, the
+    records are dropped (its evaluations run again). A missing model is an error naming the
+    run."""
     from crossalign.checkpoint import CONFIG
+    from crossalign.evals.results import RESULTS
     from crossalign.fileio import write_text_atomic
+    from crossalign.study.records import MODEL_DIGEST, model_digest, read_digest, write_digest
 
     assert run.model is not None
     if not run.model.exists():
@@ -117,6 +108,35 @@ def ensure_as_is(run: PlannedRun) -> None:
         )
     config = {"model": {"path": str(run.model)}, "train": {"steps": 0}}
     write_text_atomic(run.run_dir / CONFIG, yaml.safe_dump(config, sort_keys=False))
+    current, file = model_digest(run.model), run.run_dir / MODEL_DIGEST
+    if current == read_digest(file):
+        return
+    if file.is_file():
+        print(f"{run.run_dir}: model {run.model} is no longer the one its records measured; "
+              "its evaluations run again")  # fmt: skip
+        (run.run_dir / RESULTS).unlink(missing_ok=True)
+    write_digest(file, run.model, current)
+
+
+def model_uses(checked: Sequence[tuple[PlannedRun, RunConfig | None, list]]) -> list:
+    """Every record of a model's digest the study's runs hold (``study.records.ModelUse``):
+    each run's own model (trained, or measured as it is), the model each continued run started
+    from, and, for a model in another run's directory, that run's record of it."""
+    from crossalign.study.records import MODEL_DIGEST, START_DIGEST, ModelUse
+
+    uses = []
+    for run, cfg, _ in checked:
+        who = f"{run.name} (seed {run.seed})"
+        uses.append(
+            ModelUse(run.model_dir, f"{who}, which measured it", run.run_dir / MODEL_DIGEST)
+        )
+        start = Path(cfg.model.path) if cfg is not None and cfg.model.path else None
+        if start is not None:
+            uses.append(ModelUse(start, f"{who}, continued from it", run.run_dir / START_DIGEST))
+        for model in (start, run.model):
+            if model is not None and model.name == "model":
+                uses.append(ModelUse(model, "the run that trained it", model.parent / MODEL_DIGEST))
+    return uses
 
 
 def ensure_evaluated(run: PlannedRun, planned: PlannedEval, label: str) -> ResultRecord:
@@ -244,6 +264,7 @@ def run_study(
     seeds: Sequence[int] | None = None,
     prepare_only: bool = False,
     records_dir: Path | None = None,
+    only: Sequence[str] | None = None,
 ) -> StudyResult:
     """Derive, train and evaluate everything ``study`` lists (reusing what is done), then
     write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
@@ -252,11 +273,15 @@ def run_study(
     (e.g. one process per seed on a machine with room for several), and no report.
     ``prepare_only``: make every derived corpus and prepare output, nothing more (what
     processes running the seeds share: ``study.parallel``). ``records_dir``: start from the
-    run records it holds and copy each run's there once measured (``study.records``)."""
+    run records it holds and copy each run's there once measured (``study.records``).
+    ``only``: train and evaluate only the runs of these names, planned with the whole study
+    (a measured starting model is trained again when a run of another process will continue
+    from it), and no report."""
     from crossalign.config import load_config
     from crossalign.data.derive.settings import DeriveSettings
     from crossalign.evals.registry import evaluations
     from crossalign.schema import build_dataclass
+    from crossalign.study.records import check_same_models, keep_records
 
     runs = plan(study)
     if seeds is not None:
@@ -268,6 +293,8 @@ def run_study(
             )
         runs = [r for r in runs if r.seed in seeds]
         report = False  # a report of some seeds would replace the study's
+    if only is not None:
+        report = False
     if report and not dry_run:  # not after hours of training
         from crossalign.extras import require
 
@@ -280,10 +307,10 @@ def run_study(
     checked = []
     for run in runs:
         if study.derive is not None:
-            out = Path(run.variables["derived"])
-            if out not in derives:
+            derived = Path(run.variables["derived"])
+            if derived not in derives:
                 raw = substitute(study.derive.settings, run.variables, "derive.settings")
-                derives[out] = build_dataclass(DeriveSettings, raw, "derive.settings")
+                derives[derived] = build_dataclass(DeriveSettings, raw, "derive.settings")
         mine = []
         for i, spec in enumerate(study.prepare):
             step = parse_step(spec, run.variables, f"prepare.{i}")
@@ -313,17 +340,20 @@ def run_study(
         if cfg is not None:
             check_run(cfg, run, made_by_study)
     ledger = Path(study.out) / "prepared.json"
-    out = Path(study.out)
     if records_dir is not None:
-        from crossalign.study.records import record_place, restore_records
+        from crossalign.study.records import check_records_dir, restorable, restore_records
 
-        for run in runs:
-            record_place(run.run_dir, out, records_dir)  # refused before any work
+        run_dirs = [r.run_dir for r in runs]
+        check_records_dir(records_dir, run_dirs, Path(study.out))
         if dry_run:
-            print(f"(--records {records_dir} is not restored by --dry-run)")
+            found = len(restorable(run_dirs, Path(study.out), records_dir))
+            print(f"--records {records_dir}: the records of {found} runs would be restored "
+                  "first (not by --dry-run: the states below are without them)")  # fmt: skip
         elif not prepare_only:
-            restored = restore_records([r.run_dir for r in runs], out, records_dir)
+            restored = restore_records(run_dirs, Path(study.out), records_dir)
             print(f"restored the records of {len(restored)} runs from {records_dir}")
+    if not dry_run:
+        check_same_models(model_uses(checked))  # records restored or left by earlier calls
     reuse = reuse_checks(checked)
     if dry_run:
         print(describe_plan(checked, list(steps.values()), ledger, derives, reuse))
@@ -340,34 +370,31 @@ def run_study(
     for (run, cfg, evals), mine in zip(checked, cell_steps):
         idle = repr(run.cell) not in busy
         if study.derive is not None:
-            out = Path(run.variables["derived"])
-            if out in derives and (not idle or out.exists()):
-                ensure_derived(out, derives.pop(out))
+            derived = Path(run.variables["derived"])
+            if derived in derives and (not idle or derived.exists()):
+                ensure_derived(derived, derives.pop(derived))
         steps_now, pending = [*pending, *mine], []
         for step in steps_now:
             if idle and not step.creates.exists():
                 pending.append(step)  # made with the next busy cell, which may share it
             else:
                 ensure_prepared(step, ledger)
-        if prepare_only:
+        if prepare_only or (only is not None and run.name not in only):
             continue
         label = " ".join([*(str(v) for v in run.cell.values()), run.name, f"seed {run.seed}"])
         if cfg is None:
             ensure_as_is(run)
-        elif ensure_trained(cfg, label, reuse[run.run_dir]):
-            check_no_measured_dependents(run, checked, reuse)
+        else:
+            ensure_trained(cfg, label, reuse[run.run_dir])
+        # before its evaluations: a model trained again to other weights than runs measured
+        # or continued from it stops the study here
+        check_same_models(model_uses(checked))
         # hypotheses, gates and contrasts judge the final models; a checkpoint's record
         # (RUN/results.jsonl and the report's curves) must not stand in for its run's
         measured = [ensure_evaluated(run, planned, label) for planned in evals]
         records[run.run_dir] = final_records(run, measured)
-        if cfg is not None:
-            from crossalign.study.records import write_model_digest
-
-            write_model_digest(run.run_dir)  # what a later copy of its records measured
         if records_dir is not None:
-            from crossalign.study.records import keep_records
-
-            keep_records(run.run_dir, out, records_dir)
+            keep_records(run.run_dir, Path(study.out), records_dir)
     result = StudyResult(runs=runs, records=records, report=None)
     if report and not prepare_only:
         result.report = write_study_report(study, result)

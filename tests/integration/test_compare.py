@@ -419,7 +419,7 @@ def test_records_kept_outside_the_study_carry_it_to_a_machine_without_its_files(
     shutil.rmtree(out)  # a fresh clone: only the kept records
     capsys.readouterr()
     assert main(["compare", str(path), "--records", str(keep), "--dry-run"]) == 0
-    assert "is not restored by --dry-run" in capsys.readouterr().out
+    assert "the records of 1 runs would be restored first" in capsys.readouterr().out
     assert not (out / "runs/mlm/results.jsonl").exists()
     assert main(["compare", str(path), "--records", str(keep)]) == 0
     printed = capsys.readouterr().out
@@ -447,19 +447,25 @@ def test_records_kept_outside_the_study_carry_it_to_a_machine_without_its_files(
 def test_a_measured_run_trained_again_keeps_its_records_only_when_bit_identical(tmp_path, capsys):
     """On a fresh machine, a measured ``base`` whose model a run still to train continues from
     is trained again: bit-identical to the model its records measured (model.sha256), its
-    records stand; with other weights, the runs measured from its earlier model are named and
-    the study stops rather than mix models."""
+    records stand; trained to other weights than a run was continued from (start.sha256), the
+    study stops before measuring anything, naming both."""
     import shutil
 
     path = _study(tmp_path, seeds=[0, 1], **_chain(tmp_path, base_seeds=[0]))
     out, keep = tmp_path / "study", tmp_path / "kept"
     command = ["compare", str(path), "--no-report", "--records", str(keep)]
     assert main(command) == 0
-    digest = (keep / "runs/base/model.sha256").read_text()
-    assert digest == (out / "runs/base/model.sha256").read_text()
+    digest = (keep / "runs/base/model.sha256").read_text().split()[0]
+    for seed in (0, 1):
+        started = keep / f"runs/cont/seed-{seed}/start.sha256"
+        assert started.read_text().split()[0] == digest
+    assert (out / "runs/base/model.sha256").read_text().split()[0] == digest
 
-    shutil.rmtree(out)  # a fresh machine, and one continued run still to train
-    shutil.rmtree(keep / "runs/cont/seed-1")
+    def fresh_machine_with_cont_seed_1_to_train() -> None:
+        shutil.rmtree(out)
+        shutil.rmtree(keep / "runs/cont/seed-1")
+
+    fresh_machine_with_cont_seed_1_to_train()
     capsys.readouterr()
     assert main(command) == 0
     printed = capsys.readouterr().out
@@ -467,13 +473,67 @@ def test_a_measured_run_trained_again_keeps_its_records_only_when_bit_identical(
     assert "== evaluating base" not in printed and "== pre-training cont seed 1" in printed
     assert "== pre-training cont seed 0" not in printed
 
-    shutil.rmtree(out)  # the same, but the records measured another model
-    shutil.rmtree(keep / "runs/cont/seed-1")
-    (keep / "runs/base/model.sha256").write_text("0" * 64 + "  model/\n")
+    # records of an earlier base (weights 'f...f') that cont seed 0 was continued from
+    fresh_machine_with_cont_seed_1_to_train()
+    other = "f" * 64 + "  model\n"
+    (keep / "runs/base/model.sha256").write_text(other)
+    (keep / "runs/cont/seed-0/start.sha256").write_text(other)
     assert main(command) == 2
     captured = capsys.readouterr()
     assert "trained again to other weights than its records measured" in captured.out
-    assert "cont (seed 0) were continued from its earlier model" in captured.err
+    assert "== evaluating" not in captured.out  # stopped before measuring the new base
+    assert f"has two digests in this study's records ({digest[:12]} by base (seed 0)" in (
+        captured.err
+    )
+    assert "ffffffffffff by cont (seed 0), continued from it" in captured.err
+    assert not (out / "runs/base/results.jsonl").exists()  # its old records are dropped
+
+    # a malformed digest is an error naming the file
+    (out / "runs/cont/seed-0/start.sha256").write_text("not a digest\n")
+    assert main(command) == 2
+    assert "start.sha256 is not a digest line" in capsys.readouterr().err
+
+
+def test_jobs_with_records_trains_a_measured_starting_model_again_for_its_seed_processes(
+    tmp_path, capsys
+):
+    """``--jobs`` with ``--records`` on a fresh machine: the shared ``base`` is planned with the
+    whole study, so it is trained again for the seed process that continues from it (not
+    reused without a model), and its bit-identical records stand."""
+    import shutil
+
+    path = _study(tmp_path, seeds=[0, 1], **_chain(tmp_path, base_seeds=[0]))
+    out, keep = tmp_path / "study", tmp_path / "kept"
+    command = ["compare", str(path), "--jobs", "2", "--records", str(keep)]
+    assert main([*command, "--no-report"]) == 0
+    shutil.rmtree(out)
+    shutil.rmtree(keep / "runs/cont/seed-1")
+    capsys.readouterr()
+    assert main(command) == 0
+    printed = capsys.readouterr().out
+    assert "restored the records of 2 runs" in printed  # base and cont seed 0
+    assert "== pre-training base seed 0" in printed and "bit-identical" in printed
+    assert "== seed 1: done" in printed and (keep / "runs/cont/seed-1/results.jsonl").is_file()
+    assert "== pre-training cont" in (out / "logs/seed-1.log").read_text()
+    assert "== pre-training cont" not in (out / "logs/seed-0.log").read_text()
+    assert (out / "report/report.md").is_file()
+
+
+def test_records_keep_their_place_in_a_study_with_derived_corpora(tmp_path, capsys):
+    """A study whose cells derive a corpus keeps each run's records under the study
+    directory's layout (not the derived corpus's)."""
+    study = Path(__file__).resolve().parents[2] / "configs/studies/derived.yaml"
+    keep = tmp_path / "kept"
+    argv = [
+        "compare", str(study), "--runs", "mlm", "--no-report", "--records", str(keep),
+        f"out={tmp_path / 'study'}", f"vars.corpus=[{EN}]", "matrix.transform=[trans]",
+        "vars.preset=tiny", "vars.steps=2", "vars.batch_size=4", "vars.max_length=32",
+        "derive.settings.vocab_size=120", 'evaluations=[{"eval": "perplexity"}]',
+    ]  # fmt: skip
+    assert main(argv) == 0
+    kept = keep / "trans/runs/mlm"
+    assert (kept / "results.jsonl").is_file() and (kept / "model.sha256").is_file()
+    assert not (keep / "trans/derived").exists()
 
 
 def test_seeds_runs_some_seeds_in_the_whole_studys_directories(tmp_path, capsys):
