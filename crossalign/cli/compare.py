@@ -18,7 +18,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.out:
         overrides.append(f"out={args.out}")
     if args.prepare_only:
-        flags = {"--dry-run": args.dry_run, "--seeds": args.seeds, "--jobs": args.jobs > 1}
+        flags = {"--dry-run": args.dry_run, "--seeds": args.seeds, "--jobs": args.jobs > 1,
+                 "--records": args.records}  # fmt: skip
         given = [flag for flag, value in flags.items() if value]
         if given:
             raise CrossalignError(f"--prepare-only trains and evaluates nothing; drop {given[0]}")

@@ -89,13 +89,15 @@ def reuse_checks(
     """Per run directory, the evaluations whose records let ``run_state`` reuse a run without
     its model (``measured``): none for a run whose ``model/`` a run that will train starts
     from (``model.path``), so that it is trained again first — through chains of such runs."""
+    from crossalign.study.records import named_model
+
     keep = {run.run_dir: list(evals) for run, _, evals in checked}
     while True:
         training = [
             cfg for run, cfg, _ in checked
             if cfg is not None and run_state(cfg, keep[run.run_dir]) in ("train", "resume")
         ]  # fmt: skip
-        needed = {Path(c.model.path).resolve() for c in training if c.model.path}
+        needed = {named_model(c.model.path).resolve() for c in training if c.model.path}
         dropped = [
             run.run_dir for run, cfg, _ in checked
             if cfg is not None and keep[run.run_dir] and run.model_dir.resolve() in needed

@@ -20,6 +20,7 @@ bit-identical to the model its records measured keeps them (``reinstate_records`
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 from collections.abc import Iterable, Sequence
@@ -29,7 +30,13 @@ from typing import NamedTuple
 from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
 from crossalign.evals.results import RESULTS
-from crossalign.fileio import atomic_path, check_writable, file_sha256, write_text_atomic
+from crossalign.fileio import (
+    atomic_dir,
+    atomic_path,
+    check_writable,
+    file_sha256,
+    write_text_atomic,
+)
 from crossalign.run_dir import METRICS
 
 MODEL_DIGEST = "model.sha256"
@@ -45,7 +52,22 @@ WEIGHTS = ("*.safetensors", "*.bin")
 """The files of a model directory its digest covers: the weights, not the model card or
 ``config.json`` (which name paths and library versions)."""
 
-_DIGEST_LINE = re.compile(r"([0-9a-f]{64})  \S+\n?")
+_DIGEST_LINE = re.compile(r"([0-9a-f]{64})  [^\n]*\r?\n?")
+
+
+def named_model(path: str | Path) -> Path:
+    """The model directory a ``model.path`` names, whether or not it exists yet: a run
+    directory (``config.yaml``, no ``config.json``) means its ``model/``, as
+    ``crossalign.models.load.model_dir`` reads it; ``~`` is expanded."""
+    path = Path(path).expanduser()
+    if (path / CONFIG).is_file() and not (path / "config.json").is_file():
+        return path / "model"
+    return path
+
+
+def trained_in_run(model: Path) -> Path | None:
+    """The run directory whose ``model/`` ``model`` is (it holds ``config.yaml``), or None."""
+    return model.parent if model.name == "model" and (model.parent / CONFIG).is_file() else None
 
 
 def model_digest(model_dir: Path) -> str | None:
@@ -69,18 +91,21 @@ def read_digest(path: Path) -> str | None:
     match = _DIGEST_LINE.fullmatch(path.read_text(encoding="utf-8"))
     if match is None:
         raise CrossalignError(
-            f"{path} is not a digest line ('<64 hex digits>  <model>'); delete it (the run's "
-            "next training writes it again)"
+            f"{path} is not a digest line ('<64 hex digits>  <model>'); delete it and train "
+            "its run again (remove the run directory)"
         )
     return match.group(1)
 
 
 def write_digest(path: Path, model_dir: Path, digest: str | None = None) -> str | None:
     """Write ``digest`` (by default ``model_digest(model_dir)``) to ``path`` as
-    ``<digest>  <model_dir>``; returns it (None, and nothing written, for a model with no
-    local weights)."""
-    digest = digest or model_digest(model_dir)
-    if digest is not None:
+    ``<digest>  <model_dir>``; returns it. A model with no local weights (a hub id) has no
+    digest: ``path`` is removed, so that no earlier digest stands for it."""
+    if digest is None:
+        digest = model_digest(model_dir)
+    if digest is None:
+        path.unlink(missing_ok=True)
+    else:
         write_text_atomic(path, f"{digest}  {Path(model_dir).as_posix()}\n")
     return digest
 
@@ -110,8 +135,14 @@ def reinstate_records(run_dir: Path, earlier: MeasuredModel) -> bool:
     if read_digest(run_dir / MODEL_DIGEST) == earlier.digest:
         write_text_atomic(run_dir / RESULTS, earlier.results)
         return True
-    (run_dir / RESULTS).unlink(missing_ok=True)
+    drop_results(run_dir)
     return False
+
+
+def drop_results(run_dir: Path) -> None:
+    """Remove ``run_dir``'s ``results.jsonl``: its records measured weights the run no longer
+    has, so its evaluations run again."""
+    (run_dir / RESULTS).unlink(missing_ok=True)
 
 
 class ModelUse(NamedTuple):
@@ -126,24 +157,26 @@ def check_same_models(uses: Iterable[ModelUse]) -> None:
     """Refuse records that give one model two digests: runs measured, or continued from,
     different weights under the same path (e.g. a starting model trained again to other
     weights after some runs were continued from it). Names the model, who recorded which
-    digest, and the fix. A use whose file does not exist (records made before digests) is
-    not checked."""
-    seen: dict[Path, dict[str, list[ModelUse]]] = {}
+    digest, the model's digest now, and the fix. A use whose file does not exist (records made
+    before digests, a model with no local weights) is not checked."""
+    seen: dict[str, dict[str, list[ModelUse]]] = {}
     for use in uses:
         digest = read_digest(use.file)
         if digest is not None:
-            seen.setdefault(use.model.resolve(), {}).setdefault(digest, []).append(use)
+            model = os.path.abspath(use.model)
+            seen.setdefault(model, {}).setdefault(digest, []).append(use)
     for model, digests in seen.items():
         if len(digests) > 1:
             parts = "; ".join(
                 f"{digest[:12]} by {', '.join(f'{u.who} ({u.file})' for u in users)}"
                 for digest, users in digests.items()
             )
+            now = model_digest(Path(model))
             raise CrossalignError(
-                f"model {model} has two digests in this study's records ({parts}): runs "
-                "measured from different weights would be compared; remove the run "
-                "directories (and their copies under --records) whose digest is not the "
-                "model's now, then run the study again"
+                f"model {model} has two digests in this study's records ({parts}; its weights "
+                f"now: {now[:12] if now else 'absent'}): runs measured from different weights "
+                "would be compared; remove the run directories (and their copies under "
+                "--records) whose digest is not the model's now, then run the study again"
             )
 
 
@@ -151,7 +184,7 @@ def record_place(run_dir: Path, out: Path, keep: Path) -> Path:
     """Where the records of ``run_dir`` go under ``keep``: its place under ``out``. A run
     directory outside ``out`` is an error naming it (its records would have no place)."""
     try:
-        rel = run_dir.resolve().relative_to(out.resolve())
+        rel = Path(os.path.abspath(run_dir)).relative_to(os.path.abspath(out))
     except ValueError:
         raise CrossalignError(
             f"--records keeps records under their place in the study directory {out}, and run "
@@ -162,47 +195,47 @@ def record_place(run_dir: Path, out: Path, keep: Path) -> Path:
 
 
 def check_records_dir(keep: Path, run_dirs: Sequence[Path], out: Path) -> None:
-    """Refuse, before any work, a ``--records`` directory that is a file or cannot be
-    written, or run directories with no place under it (``record_place``)."""
-    if keep.exists() and not keep.is_dir():
-        raise CrossalignError(f"--records {keep} is a file; give a directory")
+    """Refuse, before any work, a ``--records`` directory that cannot be written (a file, no
+    permission), or run directories with no place under it (``record_place``)."""
     check_writable(keep / RESULTS, "--records")
     for run_dir in run_dirs:
         record_place(run_dir, out, keep)
 
 
-def _copy_records(src: Path, dest: Path) -> None:
-    """Copy the ``RECORD_FILES`` ``src`` holds into ``dest``, each atomically."""
-    for name in RECORD_FILES:
-        if (src / name).is_file():
-            with atomic_path(dest / name) as tmp:
-                shutil.copyfile(src / name, tmp)
-
-
 def restorable(run_dirs: Sequence[Path], out: Path, keep: Path) -> list[Path]:
     """The run directories of ``run_dirs`` that hold none of ``RECORD_FILES`` while ``keep``
-    holds some of theirs."""
+    holds their ``config.yaml``."""
     return [
         run_dir
         for run_dir in run_dirs
         if not any((run_dir / name).exists() for name in RECORD_FILES)
-        and any((record_place(run_dir, out, keep) / name).is_file() for name in RECORD_FILES)
+        and (record_place(run_dir, out, keep) / CONFIG).is_file()
     ]
 
 
 def restore_records(run_dirs: Sequence[Path], out: Path, keep: Path) -> list[Path]:
     """Copy the records ``keep`` holds of each of ``run_dirs`` into it, for the run
-    directories that hold none of ``RECORD_FILES`` (one that holds any keeps its own).
-    Returns the run directories restored."""
+    directories that hold none of ``RECORD_FILES`` (one that holds any keeps its own), each
+    file atomically and ``config.yaml`` last: a restore cut short leaves no ``config.yaml``,
+    so the run is trained again rather than reused from part of its records. Returns the run
+    directories restored."""
     restored = restorable(run_dirs, out, keep)
     for run_dir in restored:
-        _copy_records(record_place(run_dir, out, keep), run_dir)
+        src = record_place(run_dir, out, keep)
+        for name in [*RECORD_FILES[1:], CONFIG]:
+            if (src / name).is_file():
+                with atomic_path(run_dir / name) as tmp:
+                    shutil.copyfile(src / name, tmp)
     return restored
 
 
 def keep_records(run_dir: Path, out: Path, keep: Path) -> Path:
-    """Copy ``run_dir``'s ``RECORD_FILES`` to its place under ``keep``, each atomically (an
-    interrupted copy leaves the previous one); returns that place."""
+    """Make ``run_dir``'s place under ``keep`` hold exactly its ``RECORD_FILES``, replaced as
+    one directory (an interrupted copy leaves the previous records whole); returns that
+    place."""
     dest = record_place(run_dir, out, keep)
-    _copy_records(run_dir, dest)
+    with atomic_dir(dest) as tmp:
+        for name in RECORD_FILES:
+            if (run_dir / name).is_file():
+                shutil.copyfile(run_dir / name, tmp / name)
     return dest

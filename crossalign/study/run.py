@@ -46,12 +46,14 @@ def ensure_trained(cfg: RunConfig, label: str, evals: Sequence[PlannedEval] = ()
     measured by every one of ``evals`` (``measured``): a run directory whose ``config.yaml``
     equals it and holds ``model/`` or all those records is reused, one with checkpoints is
     resumed, anything else is started again (``--overwrite``). A trained run's directory gets
-    the digests of its model and of the model it was continued from (``study.records``); one
-    trained again keeps the records of a bit-identical model (``reinstate_records``)."""
+    the digests of its model and of the model it was continued from (a resumed run keeps the
+    one it started with; ``study.records``); one trained again keeps the records of a
+    bit-identical model (``reinstate_records``)."""
     from crossalign.study.records import (
         MODEL_DIGEST,
         START_DIGEST,
         measured_model,
+        named_model,
         reinstate_records,
         write_digest,
     )
@@ -75,10 +77,12 @@ def ensure_trained(cfg: RunConfig, label: str, evals: Sequence[PlannedEval] = ()
         print(f"{run_dir} {why}: its model, checkpoints and results are replaced")
     print(f"== pre-training {label} ({cfg.train.steps} steps)")
     resume = state == "resume"
+    started = (run_dir / START_DIGEST).is_file() and resume
+    (run_dir / MODEL_DIGEST).unlink(missing_ok=True)  # a resumed run's is of no model now
     train(cfg, resume="last" if resume else None, overwrite=not resume)
     write_digest(run_dir / MODEL_DIGEST, run_dir / "model")
-    if cfg.model.path:
-        write_digest(run_dir / START_DIGEST, Path(cfg.model.path))
+    if cfg.model.path and not started:
+        write_digest(run_dir / START_DIGEST, named_model(cfg.model.path))
     if earlier is None:
         return
     if reinstate_records(run_dir, earlier):
@@ -96,9 +100,14 @@ def ensure_as_is(run: PlannedRun) -> None:
     records are dropped (its evaluations run again). A missing model is an error naming the
     run."""
     from crossalign.checkpoint import CONFIG
-    from crossalign.evals.results import RESULTS
     from crossalign.fileio import write_text_atomic
-    from crossalign.study.records import MODEL_DIGEST, model_digest, read_digest, write_digest
+    from crossalign.study.records import (
+        MODEL_DIGEST,
+        drop_results,
+        model_digest,
+        read_digest,
+        write_digest,
+    )
 
     assert run.model is not None
     if not run.model.exists():
@@ -109,33 +118,47 @@ def ensure_as_is(run: PlannedRun) -> None:
     config = {"model": {"path": str(run.model)}, "train": {"steps": 0}}
     write_text_atomic(run.run_dir / CONFIG, yaml.safe_dump(config, sort_keys=False))
     current, file = model_digest(run.model), run.run_dir / MODEL_DIGEST
-    if current == read_digest(file):
+    recorded = read_digest(file)
+    if current == recorded:
         return
-    if file.is_file():
+    if recorded is not None:
         print(f"{run.run_dir}: model {run.model} is no longer the one its records measured; "
               "its evaluations run again")  # fmt: skip
-        (run.run_dir / RESULTS).unlink(missing_ok=True)
+        drop_results(run.run_dir)
     write_digest(file, run.model, current)
 
 
-def model_uses(checked: Sequence[tuple[PlannedRun, RunConfig | None, list]]) -> list:
+def model_uses(
+    checked: Sequence[tuple[PlannedRun, RunConfig | None, list]], pending: set[Path]
+) -> list:
     """Every record of a model's digest the study's runs hold (``study.records.ModelUse``):
     each run's own model (trained, or measured as it is), the model each continued run started
-    from, and, for a model in another run's directory, that run's record of it."""
-    from crossalign.study.records import MODEL_DIGEST, START_DIGEST, ModelUse
+    from, and, for a model in a run directory, that run's record of it. The files of
+    ``pending`` run directories (still to train, or a ``model`` run not yet looked at in this
+    call) are left out: they are replaced before they count."""
+    from crossalign.study.records import (
+        MODEL_DIGEST,
+        START_DIGEST,
+        ModelUse,
+        named_model,
+        trained_in_run,
+    )
 
     uses = []
     for run, cfg, _ in checked:
+        if run.run_dir in pending:
+            continue
         who = f"{run.name} (seed {run.seed})"
         uses.append(
             ModelUse(run.model_dir, f"{who}, which measured it", run.run_dir / MODEL_DIGEST)
         )
-        start = Path(cfg.model.path) if cfg is not None and cfg.model.path else None
+        start = named_model(cfg.model.path) if cfg is not None and cfg.model.path else None
         if start is not None:
             uses.append(ModelUse(start, f"{who}, continued from it", run.run_dir / START_DIGEST))
         for model in (start, run.model):
-            if model is not None and model.name == "model":
-                uses.append(ModelUse(model, "the run that trained it", model.parent / MODEL_DIGEST))
+            owner = trained_in_run(model) if model is not None else None
+            if owner is not None and owner not in pending:
+                uses.append(ModelUse(model, "the run that trained it", owner / MODEL_DIGEST))
     return uses
 
 
@@ -352,12 +375,17 @@ def run_study(
         elif not prepare_only:
             restored = restore_records(run_dirs, Path(study.out), records_dir)
             print(f"restored the records of {len(restored)} runs from {records_dir}")
-    if not dry_run:
-        check_same_models(model_uses(checked))  # records restored or left by earlier calls
     reuse = reuse_checks(checked)
     if dry_run:
         print(describe_plan(checked, list(steps.values()), ledger, derives, reuse))
         return StudyResult(runs=runs, records={}, report=None)
+    # runs whose digests are replaced before they count: those to train, and model runs
+    unsettled = {
+        run.run_dir for run, cfg, _ in checked
+        if cfg is None or run_state(cfg, reuse[run.run_dir]) in ("train", "resume")
+    }  # fmt: skip
+    if not prepare_only:
+        check_same_models(model_uses(checked, unsettled))  # records restored or left before
     # a cell whose runs all need no work (e.g. records copied without models) does not make
     # its derived corpus or prepare outputs when they are missing
     busy = set()
@@ -386,9 +414,10 @@ def run_study(
             ensure_as_is(run)
         else:
             ensure_trained(cfg, label, reuse[run.run_dir])
+        unsettled.discard(run.run_dir)
         # before its evaluations: a model trained again to other weights than runs measured
         # or continued from it stops the study here
-        check_same_models(model_uses(checked))
+        check_same_models(model_uses(checked, unsettled))
         # hypotheses, gates and contrasts judge the final models; a checkpoint's record
         # (RUN/results.jsonl and the report's curves) must not stand in for its run's
         measured = [ensure_evaluated(run, planned, label) for planned in evals]

@@ -494,6 +494,60 @@ def test_a_measured_run_trained_again_keeps_its_records_only_when_bit_identical(
     assert "start.sha256 is not a digest line" in capsys.readouterr().err
 
 
+def test_a_starting_model_trained_to_other_weights_is_no_conflict_when_its_runs_train_again(
+    tmp_path, capsys
+):
+    """Records of an earlier ``base`` (weights 'f...f') whose continued runs must all train
+    again: ``base`` is trained again to other weights and measured again, and the runs then
+    continue from it; nothing is compared across the two models, so nothing stops."""
+    import shutil
+
+    path = _study(tmp_path, seeds=[0, 1], **_chain(tmp_path, base_seeds=[0]))
+    out, keep = tmp_path / "study", tmp_path / "kept"
+    command = ["compare", str(path), "--no-report", "--records", str(keep)]
+    assert main(command) == 0
+    shutil.rmtree(out)
+    shutil.rmtree(keep / "runs/cont")
+    (keep / "runs/base/model.sha256").write_text("f" * 64 + "  model\n")
+    capsys.readouterr()
+    assert main(command) == 0
+    printed = capsys.readouterr().out
+    assert "trained again to other weights" in printed and "== evaluating base" in printed
+    digest = (keep / "runs/base/model.sha256").read_text().split()[0]
+    assert digest != "f" * 64
+    assert (keep / "runs/cont/seed-1/start.sha256").read_text().split()[0] == digest
+
+
+def test_a_model_run_is_measured_again_when_its_model_changes(tmp_path, capsys):
+    """A ``model`` run records its model's digest; other weights under the same path drop its
+    records and its evaluations run again."""
+    import shutil
+
+    trained = _study(tmp_path, seeds=[0], **_chain(tmp_path))
+    assert main(["compare", str(trained), "--no-report"]) == 0
+    runs = tmp_path / "study" / "runs"
+    exported = tmp_path / "exported"
+    shutil.copytree(runs / "base" / "model", exported)
+    retrieval = {"eval": "retrieval", "options": {"src_file": str(EN), "tgt_file": str(ES)}}
+    frozen = [{"name": "frozen", "model": str(exported)}]
+    study = {"name": "frozen", "out": str(tmp_path / "frozen"), "seeds": [0], "runs": frozen,
+             "evaluations": [retrieval]}  # fmt: skip
+    path = tmp_path / "frozen.yaml"
+    path.write_text(yaml.safe_dump(study))
+    assert main(["compare", str(path), "--no-report"]) == 0
+    recorded = (tmp_path / "frozen/runs/frozen/model.sha256").read_text().split()[0]
+    capsys.readouterr()
+    assert main(["compare", str(path), "--no-report"]) == 0
+    assert "== evaluating" not in capsys.readouterr().out
+    shutil.rmtree(exported)
+    shutil.copytree(runs / "cont" / "model", exported)  # other weights, same path
+    assert main(["compare", str(path), "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert "is no longer the one its records measured" in printed
+    assert "== evaluating frozen seed 0: retrieval" in printed
+    assert (tmp_path / "frozen/runs/frozen/model.sha256").read_text().split()[0] != recorded
+
+
 def test_jobs_with_records_trains_a_measured_starting_model_again_for_its_seed_processes(
     tmp_path, capsys
 ):
