@@ -129,12 +129,12 @@ def ensure_as_is(run: PlannedRun) -> None:
 
 
 def model_uses(
-    checked: Sequence[tuple[PlannedRun, RunConfig | None, list]], pending: set[Path]
+    checked: Sequence[tuple[PlannedRun, RunConfig | None, list]], unsettled: set[Path]
 ) -> list:
     """Every record of a model's digest the study's runs hold (``study.records.ModelUse``):
     each run's own model (trained, or measured as it is), the model each continued run started
     from, and, for a model in a run directory, that run's record of it. The files of
-    ``pending`` run directories (still to train, or a ``model`` run not yet looked at in this
+    ``unsettled`` run directories (still to train, or a ``model`` run not yet looked at in this
     call) are left out: they are replaced before they count."""
     from crossalign.study.records import (
         MODEL_DIGEST,
@@ -146,7 +146,7 @@ def model_uses(
 
     uses = []
     for run, cfg, _ in checked:
-        if run.run_dir in pending:
+        if run.run_dir in unsettled:
             continue
         who = f"{run.name} (seed {run.seed})"
         uses.append(
@@ -157,7 +157,7 @@ def model_uses(
             uses.append(ModelUse(start, f"{who}, continued from it", run.run_dir / START_DIGEST))
         for model in (start, run.model):
             owner = trained_in_run(model) if model is not None else None
-            if owner is not None and owner not in pending:
+            if owner is not None and owner not in unsettled:
                 uses.append(ModelUse(model, "the run that trained it", owner / MODEL_DIGEST))
     return uses
 
