@@ -548,6 +548,7 @@ def test_a_model_run_is_measured_again_when_its_model_changes(tmp_path, capsys):
     assert (tmp_path / "frozen/runs/frozen/model.sha256").read_text().split()[0] != recorded
 
 
+@pytest.mark.slow  # two seed processes, each loading the library: about 20 s alone
 def test_jobs_with_records_trains_a_measured_starting_model_again_for_its_seed_processes(
     tmp_path, capsys
 ):
