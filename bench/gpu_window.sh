@@ -43,7 +43,7 @@ if parts:
     (out / "throughput.json").write_text(json.dumps(merged, indent=2))
 PY
 nvidia-cuda-mps-control -d && echo "MPS on" || echo "MPS not started: processes time-slice the GPU"
-timeout $LIMIT python3 bench/gpu_scaling.py --text $DIR/en.txt --tokenizer $DIR/tokenizer \
+timeout $LIMIT python3 bench/run_scaling.py --text $DIR/en.txt --tokenizer $DIR/tokenizer \
     --processes ${PROCESSES:-1 4 8 16} --steps ${SCALING_STEPS:-300} --out $OUT/scaling.json | tee $OUT/scaling.txt
 echo quit | nvidia-cuda-mps-control 2>/dev/null
 SCALING=""; [ -f $OUT/scaling.json ] && SCALING="--scaling $OUT/scaling.json"

@@ -1,5 +1,5 @@
 """Write docs/performance.md from the JSON results of one GPU window
-(``bench/gpu_mlm_throughput.py --out`` and ``bench/gpu_scaling.py --out``).
+(``bench/gpu_mlm_throughput.py --out`` and ``bench/run_scaling.py --out``).
 
     python bench/performance_page.py --throughput T.json --scaling S.json --out docs/performance.md
 """

@@ -7,14 +7,19 @@ model the others continue from).
 Then one child ``crossalign compare --seeds S --no-report`` per seed, at most N at a time,
 each writing ``OUT/logs/seed-S.log``; then the parent runs the whole study again, which reuses
 every trained run and record and writes the report. A failed child stops the start of new
-ones and is named with its log."""
+ones and is named with its log.
+
+The seed processes share the machine's CPU cores: each gets ``cores // N`` intra-op threads
+(``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``; at least one) unless the environment sets them, so N
+processes never oversubscribe the cores."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from crossalign.errors import CrossalignError
@@ -35,6 +40,29 @@ def child_command(
     if records_dir is not None:
         command += ["--records", str(records_dir)]
     return command + list(overrides)
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def child_environment(
+    jobs: int, environ: Mapping[str, str] | None = None, cores: int | None = None
+) -> dict[str, str]:
+    """The environment of one of ``jobs`` seed processes: ``environ`` (default: this
+    process's) with ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` set to ``max(1, cores //
+    jobs)`` (default cores: ``available_cores()``), each unless ``environ`` already sets it."""
+    env = dict(os.environ if environ is None else environ)
+    threads = str(max(1, (available_cores() if cores is None else cores) // jobs))
+    for name in THREAD_VARIABLES:
+        env.setdefault(name, threads)
+    return env
 
 
 def run_parallel(
@@ -80,6 +108,8 @@ def _run_children(
 ) -> None:
     """One child per seed, at most ``jobs`` at a time; raises naming the first failed one."""
     waiting = list(seeds)
+    env = child_environment(jobs)
+    print(f"== {jobs} seed processes at a time, {env['OMP_NUM_THREADS']} CPU thread(s) each")
     running: dict[int, tuple[subprocess.Popen, object]] = {}
     failed: list[int] = []
     while waiting or running:
@@ -87,7 +117,10 @@ def _run_children(
             seed = waiting.pop(0)
             log = open(logs / f"seed-{seed}.log", "w", encoding="utf-8")  # noqa: SIM115
             command = child_command(study_file, overrides, runs, seed, records_dir)
-            running[seed] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log)
+            running[seed] = (
+                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env),
+                log,
+            )
             print(f"== seed {seed}: started (log {logs / f'seed-{seed}.log'})")
         for seed, (proc, log) in list(running.items()):
             if proc.poll() is None:
