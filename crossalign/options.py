@@ -46,13 +46,15 @@ def opt(
     parse: Callable[[str], Any] | None = None,
     exclusive: str | None = None,
     cli: bool = True,
+    reads: bool = False,
 ) -> Any:
     """A dataclass field with command-line metadata: ``flag`` replaces ``--field-name`` (for a
     bool, ``"--on/--off"`` gives two exclusive flags), ``short`` adds e.g. ``-o``, ``parse``
     converts the text (argparse ``type``; the field's whole value), ``append`` makes a list field
     a repeatable flag, ``nargs="?"`` with ``const`` a flag whose value is optional, fields with
     the same ``exclusive`` name are mutually exclusive flags, and ``cli=False`` keeps the field
-    off the command line. A list default is copied per instance."""
+    off the command line. ``reads`` marks a field naming files or folders that must exist before
+    the command runs (``read_paths``). A list default is copied per instance."""
     meta = {
         _KEY: {
             "help": help,
@@ -66,6 +68,7 @@ def opt(
             "parse": parse,
             "exclusive": exclusive,
             "cli": cli,
+            "reads": reads,
         }
     }
     if isinstance(default, (list, dict, set)):
@@ -80,6 +83,22 @@ def field_meta(f: dataclasses.Field) -> dict[str, Any]:
 
 _PLAIN = opt().metadata[_KEY]
 """The metadata of a field declared without ``opt``."""
+
+
+def read_paths(options: Any) -> list[tuple[str, str]]:
+    """(field, path) of every file or folder the options dataclass ``options`` names for
+    reading: the values of its ``opt(reads=True)`` fields (each item of a list; the ``FILE``
+    of a ``KEY=FILE`` item, as a field whose metavar has ``=`` takes it)."""
+    found = []
+    for f in dataclasses.fields(options):
+        meta = field_meta(f)
+        value = getattr(options, f.name)
+        if not meta["reads"] or value is None:
+            continue
+        keyed = "=" in str(meta["metavar"] or "")
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            found.append((f.name, str(item).partition("=")[2] if keyed else str(item)))
+    return found
 
 
 def field_default(f: dataclasses.Field) -> Any:

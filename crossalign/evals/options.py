@@ -24,14 +24,14 @@ class AEROptions(AlignConfig):
     with the model and score each of ``layers``. Sentences longer than the model's input are
     truncated (their last words stay unaligned, with a warning)."""
 
-    pred: str | None = opt(None, metavar="FILE")
+    pred: str | None = opt(None, metavar="FILE", reads=True)
     """Predicted alignments, Pharaoh i-j lines."""
-    gold: str | None = opt(None, metavar="DIR_OR_FILE")
+    gold: str | None = opt(None, metavar="DIR_OR_FILE", reads=True)
     """A test-set folder <src>-<tgt>/ (test.<src>, test.<tgt>, alignv2.txt), a 'SENTID I J
     S|P' file, or a Pharaoh gold file (a line per sentence, i-j sure and ipj possible links,
     optionally after 'ID<tab>', as SimAlign's and awesome-align's samples); a file is checked
     against the test.<l1>, test.<l2> beside it in a folder <l1>-<l2>/, or against --text."""
-    text: tuple[str, str] | None = opt(None, metavar=("SRC_FILE", "TGT_FILE"))
+    text: tuple[str, str] | None = opt(None, metavar=("SRC_FILE", "TGT_FILE"), reads=True)
     """With a links file as --gold: its line-aligned sentences, so the sentence count and every
     link's word positions are checked."""
     gold_ids: str = opt("auto", choices=ID_RULES)
@@ -46,7 +46,7 @@ class AEROptions(AlignConfig):
     always did before. By default such links count as gold links no prediction can match (in
     |S| and |P|, against recall and AER), as SimAlign's, awesome-align's and XLM-Align's scorers
     count them, with a warning; more than 5% of the links out of range is refused either way."""
-    testset: str | None = opt(None, metavar="DIR")
+    testset: str | None = opt(None, metavar="DIR", reads=True)
     """Test-set folder to align with --model."""
     layers: str = "8"
     """Layers to score with --model: all, 8 or 0,4,8."""
@@ -77,7 +77,7 @@ class DictionaryOptions(TextOptions):
     """A gold dictionary, its languages, and how words get vectors (BLI protocol, see
     docs/lexicon.md)."""
 
-    dict: str = opt(metavar="FILE_OR_DIR")
+    dict: str = opt(metavar="FILE_OR_DIR", reads=True)
     """Gold dictionary: a folder (crossalign's <src>-<tgt>/ with test.txt and full.txt, or
     MUSE's with <src>-<tgt>.5000-6500.txt and <src>-<tgt>.txt) or a test file (e.g.
     data/freedict/en-de/test.txt, MUSE's en-de.5000-6500.txt); candidates and the source
@@ -91,7 +91,7 @@ class DictionaryOptions(TextOptions):
     candidates then come from the first column of full.txt)."""
     words: str = opt("whole", choices=WORD_MODES)
     """whole: single-token words only; mean: mean of subword vectors."""
-    candidates: list[str] | None = opt(None, metavar="FILE")
+    candidates: list[str] | None = opt(None, metavar="FILE", reads=True)
     """Extra candidate target words (files); needed when no full dictionary is beside --dict
     (the test file's targets alone are too few)."""
     max_words: int = 1500
@@ -146,11 +146,11 @@ class RetrievalOptions:
     """``eval retrieval``: sentence retrieval between held-out translation pairs. Sentences
     longer than the model's input (or 128 subwords) are truncated."""
 
-    src_file: str | None = opt(None, metavar="FILE")
+    src_file: str | None = opt(None, metavar="FILE", reads=True)
     """Source sentences, one per line."""
-    tgt_file: str | None = opt(None, metavar="FILE")
+    tgt_file: str | None = opt(None, metavar="FILE", reads=True)
     """Their translations, line-aligned."""
-    corpus: str | None = opt(None, metavar="DIR")
+    corpus: str | None = opt(None, metavar="DIR", reads=True)
     """A built parallel corpus (with --pair)."""
     pair: str | None = opt(None, metavar="SRC-TGT")
     """Pair of --corpus, e.g. en-de; also gives the languages' embeddings with the files."""
@@ -174,11 +174,11 @@ class AlignmentScoreOptions:
     """``eval alignment-score``: how often a token's nearest cross-lingual neighbour is its
     counterpart (Deshpande et al. 2022) or a dictionary translation."""
 
-    derived: str | None = opt(None, metavar="DIR")
+    derived: str | None = opt(None, metavar="DIR", reads=True)
     """A derived corpus: its token mapping, dictionary/test.txt and vocab.json."""
-    dictionary: str | None = opt(None, metavar="FILE")
+    dictionary: str | None = opt(None, metavar="FILE", reads=True)
     """MUSE dictionary of token pieces (overrides --derived)."""
-    vocab: str | None = opt(None, metavar="FILE")
+    vocab: str | None = opt(None, metavar="FILE", reads=True)
     """vocab.json: token pieces per language (overrides --derived)."""
     src: str = "en"
     """Source language."""
@@ -197,7 +197,7 @@ class TransferOptions(FinetuneConfig):
     derived language (``derived``) or to a real one (``test_lang``). Sentences longer than
     ``max_length`` subwords (or the model's input) are left out of every split."""
 
-    derived: str | None = opt(None, metavar="DIR")
+    derived: str | None = opt(None, metavar="DIR", reads=True)
     """The derived corpus the model trained on (crossalign data derive); or give test_lang."""
     train_lang: str = "en"
     """Language fine-tuned on for ZS (with test_lang; only en for now)."""
@@ -255,7 +255,7 @@ class MostFrequentTagOptions:
     (an unseen word the most frequent tag overall). A tagger that does not beat it has not
     learned to tag, so its transfer gap says nothing."""
 
-    derived: str | None = opt(None, metavar="DIR")
+    derived: str | None = opt(None, metavar="DIR", reads=True)
     """The derived corpus (crossalign data derive); its tokenizer leaves out the sentences
     ``eval transfer`` leaves out. Or give test_lang and tokenizer."""
     test_lang: str | None = None
@@ -312,19 +312,19 @@ class CoocCompareOptions:
     """``eval cooc-compare``: |log X_a - log X_b| of translated two-word phrases against random
     pairs (Ai & Fang 2023, Figure 1); writes OUT/compare.json and OUT/compare.png."""
 
-    matrix: str = opt(metavar="DIR")
+    matrix: str = opt(metavar="DIR", reads=True)
     """Co-occurrence matrix (holds language A)."""
-    matrix_b: str | None = opt(None, metavar="DIR")
+    matrix_b: str | None = opt(None, metavar="DIR", reads=True)
     """A second matrix holding language B (default: --matrix)."""
     pair: str = opt(metavar="A-B")
     """Languages A-B, e.g. en-de."""
-    dict: str = opt(metavar="FILE")
+    dict: str = opt(metavar="FILE", reads=True)
     """MUSE dictionary 'a b' per line, A to B."""
-    corpus: str | None = opt(None, metavar="DIR")
+    corpus: str | None = opt(None, metavar="DIR", reads=True)
     """Corpus whose A and B train text to read."""
-    text_a: list[str] | None = opt(None, metavar="FILE")
+    text_a: list[str] | None = opt(None, metavar="FILE", reads=True)
     """Text of language A."""
-    text_b: list[str] | None = opt(None, metavar="FILE")
+    text_b: list[str] | None = opt(None, metavar="FILE", reads=True)
     """Text of language B."""
     tokenizer: str | None = opt(None, metavar="DIR")
     """Tokenizer (default: the one recorded in the matrix)."""
@@ -356,11 +356,11 @@ class PerplexityOptions:
 
     source: str = opt("log", choices=("log", "compute"))
     """log: the run's logged values; compute: evaluate now."""
-    text: list[str] = opt([], append=True, metavar="LANG=FILE")
+    text: list[str] = opt([], append=True, metavar="LANG=FILE", reads=True)
     """Held-out monolingual text of a language (compute; repeatable)."""
-    pairs: list[str] = opt([], append=True, metavar="SRC-TGT=FILE")
+    pairs: list[str] = opt([], append=True, metavar="SRC-TGT=FILE", reads=True)
     """Held-out sentence pairs of a language pair, a TSV file (compute; repeatable)."""
-    corpus: str | None = opt(None, metavar="DIR")
+    corpus: str | None = opt(None, metavar="DIR", reads=True)
     """A built corpus whose valid split to evaluate on (compute)."""
     max_length: int | None = None
     """Tokens per packed sequence (default: the run's data.max_length, else 128)."""
@@ -393,13 +393,13 @@ class BLEUOptions:
     multi-bleu.perl does on Moses-tokenized text (``bleu_tok``, the figure UNMT papers
     report)."""
 
-    testset: str | None = opt(None, metavar="DIR")
+    testset: str | None = opt(None, metavar="DIR", reads=True)
     """A folder holding <split>.<src-lang> and <split>.<tgt-lang>, line-aligned (e.g.
     data/libreoffice/en-de with test.en and test.de); a folder named <src>-<tgt> gives the
     languages."""
-    src: str | None = opt(None, metavar="FILE")
+    src: str | None = opt(None, metavar="FILE", reads=True)
     """Source sentences, one per line (instead of --testset; with --ref)."""
-    ref: str | None = opt(None, metavar="FILE")
+    ref: str | None = opt(None, metavar="FILE", reads=True)
     """Reference translations of --src, line-aligned."""
     split: str = opt("test", choices=("test", "valid"))
     """Which files of --testset: test.* or valid.*."""

@@ -15,11 +15,11 @@ BACKENDS = ("auto", "torch", "faiss")
 class TextOptions:
     """Where the text of each language comes from (contextual layers, vocabularies)."""
 
-    corpus: str | None = opt(None, metavar="DIR")
+    corpus: str | None = opt(None, metavar="DIR", reads=True)
     """A built corpus (crossalign data ...): its train text of each language."""
-    src_text: list[str] | None = opt(None, metavar="FILE")
+    src_text: list[str] | None = opt(None, metavar="FILE", reads=True)
     """Source-language text files (instead of --corpus)."""
-    tgt_text: list[str] | None = opt(None, metavar="FILE")
+    tgt_text: list[str] | None = opt(None, metavar="FILE", reads=True)
     """Target-language text files (instead of --corpus)."""
     context_sentences: int = 2000
     """Lines per language whose hidden states are averaged (layers >= 1)."""

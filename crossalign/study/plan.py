@@ -114,17 +114,17 @@ def planned_state(run: PlannedRun, cfg: RunConfig | None, reuse: list) -> str:
     return "as is" if cfg is None else run_state(cfg, reuse)
 
 
-def unrecorded(run: PlannedRun, state: str, evals: list) -> int:
-    """How many of ``evals`` the run in ``state`` still has to run: those without a record
-    in its ``results.jsonl`` when it is reused (``done``, ``measured``, ``as is``), else all."""
+def unrecorded(run: PlannedRun, state: str, evals: list) -> list:
+    """The ``evals`` the run in ``state`` still has to run: those without a record in its
+    ``results.jsonl`` when it is reused (``done``, ``measured``, ``as is``), else all."""
     from crossalign.evals.results import find_record, read_results
 
     records = read_results(run.run_dir) if state in ("done", "measured", "as is") else []
-    return sum(
-        find_record(records, e.evaluation, e.model(run.run_dir, run.model_dir), e.options, e.label)
-        is None
-        for e in evals
-    )
+    return [
+        e for e in evals
+        if find_record(records, e.evaluation, e.model(run.run_dir, run.model_dir), e.options,
+                       e.label) is None
+    ]  # fmt: skip
 
 
 def describe_plan(
@@ -147,7 +147,7 @@ def describe_plan(
         lines.append(f"prepare  {state:7} crossalign {step.command}")
     for run, cfg, evals in checked:
         state = planned_state(run, cfg, reuse[run.run_dir])
-        todo = unrecorded(run, state, evals)
+        todo = len(unrecorded(run, state, evals))
         steps = 0 if cfg is None else cfg.train.steps
         lines.append(
             f"run      {state:7} {run.run_dir}  ({steps} steps; "

@@ -267,6 +267,31 @@ def check_run(cfg: RunConfig, run: PlannedRun, made_by_study: Sequence[Path]) ->
         )
 
 
+def check_evaluation_inputs(
+    checked: Sequence[tuple[PlannedRun, RunConfig | None, list[PlannedEval]]],
+    reuse: dict[Path, list],
+    made_by_study: Sequence[Path],
+) -> None:
+    """Refuse, before any work, an evaluation still to run whose options name a file or folder
+    (``options.read_paths``) that does not exist and that the study does not write first: one
+    line naming the run, the evaluation, the option and the fix, so that a missing dictionary
+    does not stop a study after its first run's training."""
+    from crossalign.options import read_paths
+
+    for run, cfg, evals in checked:
+        for planned in unrecorded(run, planned_state(run, cfg, reuse[run.run_dir]), evals):
+            for option, path in read_paths(planned.options):
+                full = Path(path).expanduser().resolve()
+                if full.exists() or any(full.is_relative_to(m) for m in made_by_study):
+                    continue
+                name = planned.label or planned.evaluation.name
+                raise CrossalignError(
+                    f"run '{run.name}' (seed {run.seed}): evaluation {name}: its option "
+                    f"'{option}' names {path}, which does not exist; make it first (the study "
+                    "page's commands) or fix the study file, then run it again"
+                )
+
+
 def evaluation_options(
     evaluation: Evaluation, options: dict[str, Any], run: PlannedRun, where: str
 ) -> Any:
@@ -376,6 +401,7 @@ def run_study(
             restored = restore_records(run_dirs, Path(study.out), records_dir)
             print(f"restored the records of {len(restored)} runs from {records_dir}")
     reuse = reuse_checks(checked)
+    check_evaluation_inputs(checked, reuse, made_by_study)
     if dry_run:
         print(describe_plan(checked, list(steps.values()), ledger, derives, reuse))
         return StudyResult(runs=runs, records={}, report=None)

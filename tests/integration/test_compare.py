@@ -320,6 +320,29 @@ def test_a_model_run_must_name_one_source(tmp_path, capsys):
     assert "model " + str(tmp_path / "none") + " does not exist" in capsys.readouterr().err
 
 
+def test_an_evaluation_input_that_does_not_exist_is_refused_before_any_work(tmp_path, capsys):
+    """A file an evaluation still to run reads is checked when the study is planned, not when
+    the evaluation runs after the first run's training; a measured run's recorded evaluation
+    does not need it again."""
+    src, moved = tmp_path / "src.txt", tmp_path / "moved.txt"
+    src.write_text(EN.read_text())
+    retrieval = {"eval": "retrieval", "options": {"src_file": str(src), "tgt_file": str(ES)}}
+    path = _study(tmp_path, seeds=[0], evaluations=[retrieval])
+    src.rename(moved)
+    for flags in (["--dry-run"], ["--no-report"]):
+        assert main(["compare", str(path), *flags]) == 2
+        err = capsys.readouterr().err
+        assert f"evaluation retrieval: its option 'src_file' names {src}, which does not" in err
+        assert "run 'mlm' (seed 0)" in err
+    assert not (tmp_path / "study" / "runs").exists()  # nothing trained
+    moved.rename(src)
+    assert main(["compare", str(path), "--runs", "mlm", "--no-report"]) == 0
+    src.rename(moved)
+    assert main(["compare", str(path), "--runs", "mlm", "--no-report"]) == 0  # measured
+    assert main(["compare", str(path), "--dry-run"]) == 2  # xlm still reads it
+    assert "run 'xlm' (seed 0)" in capsys.readouterr().err
+
+
 def test_an_evaluation_can_measure_some_runs_only(tmp_path, capsys):
     retrieval = {"eval": "retrieval", "options": {"src_file": str(EN), "tgt_file": str(ES)}}
     path = _study(

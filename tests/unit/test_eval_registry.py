@@ -156,3 +156,26 @@ def test_tables_label_rows_and_join_half_widths():
         ["layer", "0", "50.00"],
         ["layer", "8", "25.00"],
     ]
+
+
+def test_read_paths_lists_the_files_an_evaluation_reads():
+    from crossalign.evals.options import AEROptions, PerplexityOptions, RetrievalOptions
+    from crossalign.options import read_paths
+
+    options = RetrievalOptions(src_file="a.txt", tgt_file="b.txt", corpus=None)
+    assert read_paths(options) == [("src_file", "a.txt"), ("tgt_file", "b.txt")]
+    options = PerplexityOptions(source="compute", text=["en=x/en.txt"], pairs=["en-de=p.tsv"])
+    assert read_paths(options) == [("text", "x/en.txt"), ("pairs", "p.tsv")]
+    options = AEROptions(gold="g/de-en", text=("s.de", "s.en"))
+    assert read_paths(options) == [("gold", "g/de-en"), ("text", "s.de"), ("text", "s.en")]
+
+
+def test_every_evaluation_reads_no_output_option():
+    """Options that name what an evaluation writes are never checked for existence."""
+    from crossalign.evals.registry import evaluations
+    from crossalign.options import field_meta
+
+    for evaluation in map(evaluations().get, evaluations().names()):
+        for f in dataclasses.fields(evaluation.options):
+            if f.name in ("out", "output", "png", "backward"):
+                assert not field_meta(f)["reads"], (evaluation.name, f.name)
