@@ -132,11 +132,12 @@ def describe_plan(
     steps: Sequence[PreparedStep],
     ledger: Path,
     derives: Mapping[Path, Any],
-    reuse: Mapping[Path, list],
+    states: Mapping[Path, str],
+    todo: Mapping[Path, list],
 ) -> str:
     """The lines ``--dry-run`` prints: each derived corpus, prepare step and run with what
-    would be done (made / to run; done / measured / resume / train, and how many evaluations
-    are still to run)."""
+    would be done (made / to run; ``states``: done / measured / resume / train / as is, and
+    how many evaluations are still to run, ``todo``)."""
 
     lines = []
     for out, settings in derives.items():
@@ -146,11 +147,9 @@ def describe_plan(
         state = "made" if is_made(step, ledger) else "to run"
         lines.append(f"prepare  {state:7} crossalign {step.command}")
     for run, cfg, evals in checked:
-        state = planned_state(run, cfg, reuse[run.run_dir])
-        todo = len(unrecorded(run, state, evals))
         steps = 0 if cfg is None else cfg.train.steps
         lines.append(
-            f"run      {state:7} {run.run_dir}  ({steps} steps; "
-            f"{todo} of {len(evals)} evaluations to run)"
+            f"run      {states[run.run_dir]:7} {run.run_dir}  ({steps} steps; "
+            f"{len(todo[run.run_dir])} of {len(evals)} evaluations to run)"
         )
     return "\n".join(lines)

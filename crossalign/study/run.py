@@ -258,8 +258,7 @@ def check_run(cfg: RunConfig, run: PlannedRun, made_by_study: Sequence[Path]) ->
     except CrossalignError as e:
         raise CrossalignError(f"{name}: {e}; fix the study file, then run it again") from None
     for where, path in named_files(sources):
-        full = path.resolve()
-        if full.exists() or any(full.is_relative_to(m) for m in made_by_study):
+        if exists_or_made(path.resolve(), made_by_study):
             continue
         raise CrossalignError(
             f"{name}: {where} names {path}, which does not exist; fix the study file (or its "
@@ -267,22 +266,28 @@ def check_run(cfg: RunConfig, run: PlannedRun, made_by_study: Sequence[Path]) ->
         )
 
 
+def exists_or_made(full: Path, made_by_study: Sequence[Path]) -> bool:
+    """Whether the resolved path ``full`` exists or lies under something the study writes
+    before its runs read it (``made_by_study``, resolved)."""
+    return full.exists() or any(full.is_relative_to(m) for m in made_by_study)
+
+
 def check_evaluation_inputs(
     checked: Sequence[tuple[PlannedRun, RunConfig | None, list[PlannedEval]]],
-    reuse: dict[Path, list],
+    todo: dict[Path, list[PlannedEval]],
     made_by_study: Sequence[Path],
 ) -> None:
-    """Refuse, before any work, an evaluation still to run whose options name a file or folder
-    (``options.read_paths``) that does not exist and that the study does not write first: one
-    line naming the run, the evaluation, the option and the fix, so that a missing dictionary
-    does not stop a study after its first run's training."""
+    """Refuse, before any work, an evaluation still to run (``todo``: a run's ``unrecorded``
+    evaluations) whose options name a file or folder (``options.read_paths``) that does not
+    exist and that the study does not write first: one line naming the run, the evaluation,
+    the option and the fix, so that a missing dictionary does not stop a study after its first
+    run's training."""
     from crossalign.options import read_paths
 
-    for run, cfg, evals in checked:
-        for planned in unrecorded(run, planned_state(run, cfg, reuse[run.run_dir]), evals):
+    for run, _, _ in checked:
+        for planned in todo[run.run_dir]:
             for option, path in read_paths(planned.options):
-                full = Path(path).expanduser().resolve()
-                if full.exists() or any(full.is_relative_to(m) for m in made_by_study):
+                if exists_or_made(Path(path).expanduser().resolve(), made_by_study):
                     continue
                 name = planned.label or planned.evaluation.name
                 raise CrossalignError(
@@ -401,23 +406,21 @@ def run_study(
             restored = restore_records(run_dirs, Path(study.out), records_dir)
             print(f"restored the records of {len(restored)} runs from {records_dir}")
     reuse = reuse_checks(checked)
-    check_evaluation_inputs(checked, reuse, made_by_study)
+    states = {run.run_dir: planned_state(run, cfg, reuse[run.run_dir]) for run, cfg, _ in checked}
+    todo = {run.run_dir: unrecorded(run, states[run.run_dir], evals) for run, _, evals in checked}
+    check_evaluation_inputs(checked, todo, made_by_study)
     if dry_run:
-        print(describe_plan(checked, list(steps.values()), ledger, derives, reuse))
+        print(describe_plan(checked, list(steps.values()), ledger, derives, states, todo))
         return StudyResult(runs=runs, records={}, report=None)
     # runs whose digests are replaced before they count: those to train, and model runs
-    unsettled = {
-        run.run_dir for run, cfg, _ in checked
-        if cfg is None or run_state(cfg, reuse[run.run_dir]) in ("train", "resume")
-    }  # fmt: skip
+    unsettled = {d for d, state in states.items() if state in ("as is", "train", "resume")}
     if not prepare_only:
         check_same_models(model_uses(checked, unsettled))  # records restored or left before
     # a cell whose runs all need no work (e.g. records copied without models) does not make
     # its derived corpus or prepare outputs when they are missing
     busy = set()
-    for run, cfg, evals in checked:
-        state = planned_state(run, cfg, reuse[run.run_dir])
-        if prepare_only or state in ("train", "resume") or unrecorded(run, state, evals):
+    for run, _, _ in checked:
+        if prepare_only or states[run.run_dir] in ("train", "resume") or todo[run.run_dir]:
             busy.add(repr(run.cell))
     records: dict[Path, list[ResultRecord]] = {}
     pending: list[PreparedStep] = []  # missing outputs idle cells did not make
