@@ -1,11 +1,12 @@
 #!/bin/bash
 # Study files on a lent GPU machine in one window: every file at once, each as
-# `crossalign compare FILE --jobs N --no-report` (one process per seed) under CUDA MPS, then
-# the records (no models) back as $OUT/records.tgz, the device, the wall time and each file's
-# log tail in $OUT/device.txt. A file that does not finish within LIMIT is stopped and the
-# records of its measured runs come back; unpacked here (tar xzf records.tgz), a later
-# --prepare packs them, so the next window skips those runs (compare reuses a run whose
-# records hold every evaluation) and trains the rest from the start.
+# `crossalign compare FILE --jobs N --no-report` (one process per run and seed, N = JOBS,
+# default 5, at a time) under CUDA MPS, then the records (no models) back as
+# $OUT/records.tgz, the device, the wall time and each file's log tail in $OUT/device.txt.
+# A file that does not finish within LIMIT is stopped and the records of its measured runs
+# come back; unpacked here (tar xzf records.tgz), a later --prepare packs them, so the next
+# window skips those runs (compare reuses a run whose records hold every evaluation) and
+# trains the rest from the start.
 #
 #   bash scripts/study_window.sh --prepare FILE...   # here, on CPU: the derived corpora, the
 #                                                    # prepare steps and the task data, packed

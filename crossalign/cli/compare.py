@@ -97,9 +97,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=_jobs,
         default=1,
         metavar="N",
-        help="train and evaluate the seeds in N processes at once (one per seed; e.g. small "
-        "models sharing a GPU under CUDA MPS): shared steps and runs first, then the seeds, "
-        "then the report; each seed's log in OUT/logs/",
+        help="train and evaluate the runs in N processes at once (one per seed and run, or "
+        "per seed where one of its runs continues from another; e.g. small models sharing a "
+        "GPU under CUDA MPS), each with cores/N CPU threads: shared steps and runs first, "
+        "then the seeds' runs, then the report; each process's log in OUT/logs/",
     )
     p.add_argument("--no-report", action="store_true", help="train and evaluate only")
     p.add_argument(

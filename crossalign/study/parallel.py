@@ -1,15 +1,19 @@
-"""``crossalign compare --jobs N``: a study's seeds trained and evaluated by N processes at
+"""``crossalign compare --jobs N``: a study's runs trained and evaluated by N processes at
 once (e.g. several small models sharing one GPU under CUDA MPS), then one report.
 
 The parent process first makes, itself, what the seeds share: every derived corpus and prepare
 output (``run_study(prepare_only=True)``), then the runs with their own ``seeds`` (a starting
 model the others continue from).
-Then one child ``crossalign compare --seeds S --no-report`` per seed, at most N at a time,
-each writing ``OUT/logs/seed-S.log``; then the parent runs the whole study again, which reuses
-every trained run and record and writes the report. A failed child stops the start of new
-ones and is named with its log.
+Then one child ``crossalign compare --seeds S --runs R --no-report`` per seed and run, at most
+N at a time, seed by seed, each writing ``OUT/logs/seed-S-R.log`` (``seed-S.log`` when a seed
+has one such run): so the last process to finish holds one run, not a seed's every run, while
+the other cores idle. Where a run of a seed continues from, or evaluates, another run of the
+same seed (its config, overrides or evaluation options name that run's directory,
+``spec.names_run``), that seed's runs stay in one child, in the study's order. Then the parent
+runs the whole study again, which reuses every trained run and record and writes the report. A
+failed child stops the start of new ones and is named with its log.
 
-The seed processes share the machine's CPU cores: each gets ``cores // N`` intra-op threads
+The child processes share the machine's CPU cores: each gets ``cores // N`` intra-op threads
 (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``; at least one) unless the environment sets them, so N
 processes never oversubscribe the cores."""
 
@@ -21,9 +25,10 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from crossalign.errors import CrossalignError
-from crossalign.study.spec import load_study, select_runs
+from crossalign.study.spec import Study, load_study, names_run, plan, select_runs
 
 
 def child_command(
@@ -33,7 +38,7 @@ def child_command(
     seed: int,
     records_dir: Path | None = None,
 ) -> list[str]:
-    """The ``crossalign compare`` command of one seed's runs (no report), keeping its
+    """The ``crossalign compare`` command of ``runs`` of one seed (no report), keeping their
     records in ``records_dir`` too when given."""
     command = [sys.executable, "-m", "crossalign", "compare", study_file]
     command += ["--seeds", str(seed), "--runs", ",".join(runs), "--no-report"]
@@ -55,7 +60,7 @@ def available_cores() -> int:
 def child_environment(
     jobs: int, environ: Mapping[str, str] | None = None, cores: int | None = None
 ) -> dict[str, str]:
-    """The environment of one of ``jobs`` seed processes: ``environ`` (default: this
+    """The environment of one of ``jobs`` child processes: ``environ`` (default: this
     process's) with ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` set to ``max(1, cores //
     jobs)`` (default cores: ``available_cores()``), each unless ``environ`` already sets it."""
     env = dict(os.environ if environ is None else environ)
@@ -63,6 +68,48 @@ def child_environment(
     for name in THREAD_VARIABLES:
         env.setdefault(name, threads)
     return env
+
+
+class Unit(NamedTuple):
+    """The runs of one seed that one child process trains and evaluates, in order."""
+
+    seed: int
+    runs: tuple[str, ...]
+    whole_seed: bool
+    """Whether ``runs`` are all the seed's runs (else one of several)."""
+
+    @property
+    def name(self) -> str:
+        """How the progress lines name it: ``seed 3`` or ``seed 3 mlm``."""
+        return f"seed {self.seed}" if self.whole_seed else f"seed {self.seed} {self.runs[0]}"
+
+    @property
+    def log(self) -> str:
+        """Its log file's name under ``OUT/logs``: ``seed-3.log`` or ``seed-3-mlm.log``."""
+        return self.name.replace(" ", "-") + ".log"
+
+
+def units(study: Study, runs: Sequence[str], seeds: Sequence[int]) -> list[Unit]:
+    """The child processes' work, seed by seed: each of ``runs`` that a seed has alone, or the
+    seed's runs together when one of them names another's directory (``names_run``)."""
+    planned = plan(study)
+    out = []
+    for seed in seeds:
+        mine = [r for r in planned if r.seed == seed and r.name in runs]
+        names = tuple(name for name in runs if any(r.name == name for r in mine))
+        if not names:
+            continue
+        chained = any(
+            names_run(study, run, other)
+            for run in mine
+            for other in mine
+            if other.name != run.name and other.cell == run.cell
+        )
+        if chained or len(names) == 1:
+            out.append(Unit(seed, names, True))
+        else:
+            out += [Unit(seed, (name,), False) for name in names]
+    return out
 
 
 def run_parallel(
@@ -74,7 +121,7 @@ def run_parallel(
     records_dir: Path | None = None,
 ) -> Path | None:
     """Run the study of ``study_file`` (with ``overrides``, the runs ``names``) with ``jobs``
-    seed processes at once, keeping the records in ``records_dir`` too when given
+    processes at once, keeping the records in ``records_dir`` too when given
     (``study.records``); returns the report page (None without ``report``)."""
     from crossalign.study.run import run_study
 
@@ -93,50 +140,51 @@ def run_parallel(
     logs = Path(study.out) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     if per_seed:
-        _run_children(study_file, overrides, per_seed, study.seeds, jobs, logs, records_dir)
+        work = units(study, per_seed, study.seeds)
+        _run_children(study_file, overrides, work, jobs, logs, records_dir)
     return run_study(study, report=report, records_dir=records_dir).report
 
 
 def _run_children(
     study_file: str,
     overrides: Sequence[str],
-    runs: Sequence[str],
-    seeds: Sequence[int],
+    work: Sequence[Unit],
     jobs: int,
     logs: Path,
     records_dir: Path | None = None,
 ) -> None:
-    """One child per seed, at most ``jobs`` at a time; raises naming the first failed one."""
-    waiting = list(seeds)
+    """One child per unit of ``work``, at most ``jobs`` at a time; raises naming the first
+    failed one."""
+    waiting = list(work)
     env = child_environment(jobs)
-    print(f"== {jobs} seed processes at a time, {env['OMP_NUM_THREADS']} CPU thread(s) each")
-    running: dict[int, tuple[subprocess.Popen, object]] = {}
-    failed: list[int] = []
+    print(f"== {jobs} processes at a time, {env['OMP_NUM_THREADS']} CPU thread(s) each")
+    running: dict[Unit, tuple[subprocess.Popen, object]] = {}
+    failed: list[Unit] = []
     while waiting or running:
         while waiting and len(running) < jobs and not failed:
-            seed = waiting.pop(0)
-            log = open(logs / f"seed-{seed}.log", "w", encoding="utf-8")  # noqa: SIM115
-            command = child_command(study_file, overrides, runs, seed, records_dir)
-            running[seed] = (
+            unit = waiting.pop(0)
+            log = open(logs / unit.log, "w", encoding="utf-8")  # noqa: SIM115
+            command = child_command(study_file, overrides, unit.runs, unit.seed, records_dir)
+            running[unit] = (
                 subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env),
                 log,
             )
-            print(f"== seed {seed}: started (log {logs / f'seed-{seed}.log'})")
-        for seed, (proc, log) in list(running.items()):
+            print(f"== {unit.name}: started (log {logs / unit.log})")
+        for unit, (proc, log) in list(running.items()):
             if proc.poll() is None:
                 continue
             log.close()
-            del running[seed]
+            del running[unit]
             state = "done" if proc.returncode == 0 else f"failed (exit {proc.returncode})"
-            print(f"== seed {seed}: {state}")
+            print(f"== {unit.name}: {state}")
             if proc.returncode != 0:
-                failed.append(seed)
+                failed.append(unit)
         if failed and not running:
             break
         time.sleep(0.5)
     if failed:
-        seed = failed[0]
+        unit = failed[0]
         raise CrossalignError(
-            f"seed {seed} failed; see {logs / f'seed-{seed}.log'} (the other seeds' runs are "
-            f"kept: run the same command again to continue)"
+            f"{unit.name} failed; see {logs / unit.log} (the other runs are kept: run the "
+            f"same command again to continue)"
         )

@@ -376,21 +376,40 @@ def plan(study: Study) -> list[PlannedRun]:
     return planned
 
 
+def run_config_body(study: Study, run: PlannedRun) -> dict[str, Any]:
+    """The run's config as ``write_run_config`` writes it: its file or inline config with the
+    run's variables substituted (overrides not applied)."""
+    from crossalign.schema import parse_yaml
+
+    spec = next(r for r in study.runs if r.name == run.name)
+    if spec.config is None:
+        return substitute(spec.inline, run.variables, f"runs.{spec.name}")
+    source = Path(substitute(spec.config, run.variables, f"runs.{spec.name}.config"))
+    if not source.is_file():
+        raise CrossalignError(f"study run '{spec.name}': config file {source} does not exist")
+    raw = parse_yaml(source.read_text(encoding="utf-8"), str(source)) or {}
+    return substitute(raw, run.variables, f"runs.{spec.name}")
+
+
 def write_run_config(study: Study, run: PlannedRun) -> Path:
     """Write the run's config (the file or inline config, variables substituted) to its
     ``config_path`` and return the path; overrides are applied when it is loaded."""
     from crossalign.fileio import write_text_atomic
 
-    spec = next(r for r in study.runs if r.name == run.name)
-    if spec.config is not None:
-        source = Path(substitute(spec.config, run.variables, f"runs.{spec.name}.config"))
-        if not source.is_file():
-            raise CrossalignError(f"study run '{spec.name}': config file {source} does not exist")
-        from crossalign.schema import parse_yaml
-
-        raw = parse_yaml(source.read_text(encoding="utf-8"), str(source)) or {}
-    else:
-        raw = spec.inline
-    body = substitute(raw, run.variables, f"runs.{spec.name}")
+    body = run_config_body(study, run)
     write_text_atomic(run.config_path, yaml.safe_dump(body, sort_keys=False))
     return run.config_path
+
+
+def names_run(study: Study, run: PlannedRun, other: PlannedRun) -> bool:
+    """Whether ``run`` uses ``other``'s directory: its config, its overrides (but its own
+    ``run_dir``) or the options of an evaluation it gets name ``other.run_dir`` as a path or
+    the start of one (e.g. ``model.path: "{out}/runs/mlm/seed-{seed}/model"``)."""
+    texts = [yaml.safe_dump(run_config_body(study, run))]
+    texts += [o for o in run.overrides if not o.startswith("run_dir=")]
+    for i, spec in enumerate(study.evaluations):
+        if spec.runs is None or run.name in spec.runs:
+            options = substitute(spec.options, run.variables, f"evaluations.{i}.options")
+            texts.append(yaml.safe_dump(options))
+    path = re.compile(re.escape(str(other.run_dir)) + r"(?![\w.-])")
+    return any(path.search(text) for text in texts)

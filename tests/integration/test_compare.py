@@ -683,6 +683,37 @@ def test_jobs_runs_the_seeds_in_parallel_processes_after_the_shared_run(tmp_path
     assert "--jobs runs every seed in its own process" in capsys.readouterr().err
 
 
+def test_jobs_splits_a_seed_into_runs_unless_one_run_uses_another(tmp_path):
+    """``--jobs``: each run of a seed in its own process (the last process then holds one
+    run, not a seed's every run); a seed whose run continues from, or evaluates, another of
+    its runs keeps them in one process, in order; a directory that only starts like another
+    run's (``mlm`` and ``mlm_x``) is not a use of it."""
+    from crossalign.study.parallel import units
+    from crossalign.study.spec import load_study
+
+    study = load_study(_study(tmp_path))
+    assert [(u.seed, u.runs, u.log) for u in units(study, ["mlm", "xlm"], [0, 1])] == [
+        (0, ("mlm",), "seed-0-mlm.log"),
+        (0, ("xlm",), "seed-0-xlm.log"),
+        (1, ("mlm",), "seed-1-mlm.log"),
+        (1, ("xlm",), "seed-1-xlm.log"),
+    ]
+    chain = _chain(tmp_path)
+    chain["runs"][1]["inline"]["model"]["path"] = "{out}/runs/base/seed-{seed}/model"
+    study = load_study(_study(tmp_path, **chain))
+    assert [(u.seed, u.runs, u.log) for u in units(study, ["base", "cont"], [0, 1])] == [
+        (0, ("base", "cont"), "seed-0.log"),
+        (1, ("base", "cont"), "seed-1.log"),
+    ]
+    runs = yaml.safe_load(_study(tmp_path).read_text())["runs"]
+    runs = [runs[0], {**runs[1], "name": "mlm_x"}]
+    for target, together in (("mlm_x/extra", False), ("mlm/model", True)):
+        options = {"src_file": f"{{out}}/runs/{target}", "tgt_file": str(ES)}
+        evaluation = {"eval": "retrieval", "runs": ["mlm_x"], "options": options}
+        study = load_study(_study(tmp_path, seeds=[0], runs=runs, evaluations=[evaluation]))
+        assert len(units(study, ["mlm", "mlm_x"], [0])) == (1 if together else 2)
+
+
 def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsys, monkeypatch):
     """``checkpoints``: each run's checkpoints are measured as well as its final model, each
     record under its own model; the report draws the metric against the step; records kept

@@ -1,4 +1,4 @@
-"""``compare --jobs N``: the seed processes share the CPU cores instead of each taking all."""
+"""``compare --jobs N``: the child processes share the CPU cores instead of each taking all."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from crossalign.errors import CrossalignError
 from crossalign.study import parallel
-from crossalign.study.parallel import child_environment
+from crossalign.study.parallel import Unit, child_environment
 
 
 @pytest.mark.parametrize(
@@ -33,13 +33,17 @@ def test_the_seed_processes_run_with_their_share(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(parallel, "available_cores", lambda: 4)
     probe = "import os; print(os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])"
     monkeypatch.setattr(parallel, "child_command", lambda *a: [sys.executable, "-c", probe])
-    parallel._run_children("study.yaml", [], ["run"], [0, 1], 2, tmp_path)
-    assert "2 seed processes at a time, 2 CPU thread(s) each" in capsys.readouterr().out
-    for seed in (0, 1):
-        assert (tmp_path / f"seed-{seed}.log").read_text().split() == ["2", "2"]
+    work = [Unit(0, ("a",), False), Unit(0, ("b",), False), Unit(1, ("a", "b"), True)]
+    parallel._run_children("study.yaml", [], work, 2, tmp_path)
+    printed = capsys.readouterr().out
+    assert "2 processes at a time, 2 CPU thread(s) each" in printed
+    for name in ("seed 0 a", "seed 0 b", "seed 1"):
+        assert f"== {name}: done" in printed
+    for log in ("seed-0-a.log", "seed-0-b.log", "seed-1.log"):
+        assert (tmp_path / log).read_text().split() == ["2", "2"]
 
 
 def test_a_failed_seed_process_is_named_with_its_log(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "child_command", lambda *a: [sys.executable, "-c", "exit(3)"])
-    with pytest.raises(CrossalignError, match="seed 0 failed; see .*seed-0.log"):
-        parallel._run_children("study.yaml", [], ["run"], [0], 1, tmp_path)
+    with pytest.raises(CrossalignError, match="seed 0 run failed; see .*seed-0-run.log"):
+        parallel._run_children("study.yaml", [], [Unit(0, ("run",), False)], 1, tmp_path)
