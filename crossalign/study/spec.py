@@ -402,14 +402,23 @@ def write_run_config(study: Study, run: PlannedRun) -> Path:
 
 
 def names_run(study: Study, run: PlannedRun, other: PlannedRun) -> bool:
-    """Whether ``run`` uses ``other``'s directory: its config, its overrides (but its own
-    ``run_dir``) or the options of an evaluation it gets name ``other.run_dir`` as a path or
-    the start of one (e.g. ``model.path: "{out}/runs/mlm/seed-{seed}/model"``)."""
-    texts = [yaml.safe_dump(run_config_body(study, run))]
+    """Whether ``run`` uses ``other``'s directory: a string of its config, its overrides (but
+    its own ``run_dir``), the model it evaluates as it is or the options of an evaluation it
+    gets names ``other.run_dir`` as a path or the start of one (e.g. ``model.path:
+    "{out}/runs/mlm/seed-{seed}/model"``)."""
+    texts = [*_strings(run_config_body(study, run)), str(run.model or "")]
     texts += [o for o in run.overrides if not o.startswith("run_dir=")]
     for i, spec in enumerate(study.evaluations):
         if spec.runs is None or run.name in spec.runs:
-            options = substitute(spec.options, run.variables, f"evaluations.{i}.options")
-            texts.append(yaml.safe_dump(options))
+            texts += _strings(substitute(spec.options, run.variables, f"evaluations.{i}.options"))
     path = re.compile(re.escape(str(other.run_dir)) + r"(?![\w.-])")
     return any(path.search(text) for text in texts)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in ``value``, through nested mappings and lists."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []

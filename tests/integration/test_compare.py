@@ -712,6 +712,13 @@ def test_jobs_splits_a_seed_into_runs_unless_one_run_uses_another(tmp_path):
         evaluation = {"eval": "retrieval", "runs": ["mlm_x"], "options": options}
         study = load_study(_study(tmp_path, seeds=[0], runs=runs, evaluations=[evaluation]))
         assert len(units(study, ["mlm", "mlm_x"], [0])) == (1 if together else 2)
+    # a model measured as it is (at the first seed only) that another run of the seed trains
+    as_is = {"name": "as_is", "model": "{out}/runs/mlm/seed-{seed}/model"}
+    study = load_study(_study(tmp_path, runs=[runs[0], as_is]))
+    assert [(u.seed, u.runs, u.log) for u in units(study, ["mlm", "as_is"], [0, 1])] == [
+        (0, ("mlm", "as_is"), "seed-0.log"),
+        (1, ("mlm",), "seed-1.log"),
+    ]
 
 
 def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsys, monkeypatch):
