@@ -8,10 +8,10 @@ Then one child ``crossalign compare --seeds S --runs R --no-report`` per seed an
 N at a time, seed by seed, each writing ``OUT/logs/seed-S-R.log`` (``seed-S.log`` when a seed
 has one such run): so the last process to finish holds one run, not a seed's every run, while
 the other cores idle. Where a run of a seed continues from, or evaluates, another run of the
-same seed (its config, overrides or evaluation options name that run's directory,
-``spec.names_run``), that seed's runs stay in one child, in the study's order. Then the parent
-runs the whole study again, which reuses every trained run and record and writes the report. A
-failed child stops the start of new ones and is named with its log.
+same seed (its config, overrides or evaluation options name that run's directory:
+``spec.run_strings``, ``spec.names_dir``), that seed's runs stay in one child, in the study's
+order. Then the parent runs the whole study again, which reuses every trained run and record
+and writes the report. A failed child stops the start of new ones and is named with its log.
 
 The child processes share the machine's CPU cores: each gets ``cores // N`` intra-op threads
 (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``; at least one) unless the environment sets them, so N
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from crossalign.errors import CrossalignError
-from crossalign.study.spec import Study, load_study, names_run, plan, select_runs
+from crossalign.study.spec import Study, load_study, names_dir, plan, run_strings, select_runs
 
 
 def child_command(
@@ -91,7 +91,7 @@ class Unit(NamedTuple):
 
 def units(study: Study, runs: Sequence[str], seeds: Sequence[int]) -> list[Unit]:
     """The child processes' work, seed by seed: each of ``runs`` that a seed has alone, or the
-    seed's runs together when one of them names another's directory (``names_run``)."""
+    seed's runs together when one of them names another's directory (``names_dir``)."""
     planned = plan(study)
     out = []
     for seed in seeds:
@@ -99,8 +99,9 @@ def units(study: Study, runs: Sequence[str], seeds: Sequence[int]) -> list[Unit]
         names = tuple(name for name in runs if any(r.name == name for r in mine))
         if not names:
             continue
+        texts = {run.run_dir: run_strings(study, run) for run in mine}
         chained = any(
-            names_run(study, run, other)
+            names_dir(texts[run.run_dir], other.run_dir)
             for run in mine
             for other in mine
             if other.name != run.name and other.cell == run.cell

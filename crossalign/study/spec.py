@@ -401,17 +401,23 @@ def write_run_config(study: Study, run: PlannedRun) -> Path:
     return run.config_path
 
 
-def names_run(study: Study, run: PlannedRun, other: PlannedRun) -> bool:
-    """Whether ``run`` uses ``other``'s directory: a string of its config, its overrides (but
-    its own ``run_dir``), the model it evaluates as it is or the options of an evaluation it
-    gets names ``other.run_dir`` as a path or the start of one (e.g. ``model.path:
-    "{out}/runs/mlm/seed-{seed}/model"``)."""
+def run_strings(study: Study, run: PlannedRun) -> list[str]:
+    """Every string ``run`` is given: its config's, its overrides (but its own ``run_dir``),
+    the model it evaluates as it is and the options of the evaluations it gets (variables
+    substituted); ``names_dir`` searches them for another run's directory."""
     texts = [*_strings(run_config_body(study, run)), str(run.model or "")]
     texts += [o for o in run.overrides if not o.startswith("run_dir=")]
     for i, spec in enumerate(study.evaluations):
         if spec.runs is None or run.name in spec.runs:
             texts += _strings(substitute(spec.options, run.variables, f"evaluations.{i}.options"))
-    path = re.compile(re.escape(str(other.run_dir)) + r"(?![\w.-])")
+    return texts
+
+
+def names_dir(texts: Sequence[str], run_dir: Path) -> bool:
+    """Whether one of ``texts`` (``run_strings``) names ``run_dir`` as a path or the start of
+    one (e.g. ``model.path: "{out}/runs/mlm/seed-{seed}/model"``), not a longer name that
+    starts like it (``runs/mlm_x`` for ``runs/mlm``)."""
+    path = re.compile(re.escape(str(run_dir)) + r"(?![\w.-])")
     return any(path.search(text) for text in texts)
 
 
