@@ -31,6 +31,7 @@ STATE = "trainer_state.json"
 MANIFEST = "MANIFEST.json"
 CONFIG = "config.yaml"
 CHECKPOINTS = "checkpoints"
+_DELETED = ".deleted"  # the suffix of a checkpoint being deleted (``_delete``)
 """The run directory's folder of checkpoints."""
 
 
@@ -150,8 +151,42 @@ def read_state(path: Path) -> dict[str, Any]:
 def prune_checkpoints(run_dir: str | Path, keep: int) -> None:
     """Delete all but the ``keep`` newest good checkpoints; the newest is always kept (also
     with ``keep`` 0), and bad ones are left for inspection."""
+    _clear_deleted(Path(run_dir) / CHECKPOINTS)
     for path in good_checkpoints(run_dir)[max(keep, 1) :]:
-        shutil.rmtree(path, ignore_errors=True)
+        _delete(path)
+
+
+def remove_checkpoints(run_dir: str | Path) -> int:
+    """Delete every good checkpoint of a finished run, the newest too (``crossalign compare
+    --prune-checkpoints``, once the run's ``model/`` is saved and measured); bad ones and the
+    folders moved aside (``abandoned/``, ``diverged/``) stay for inspection, and an emptied
+    ``checkpoints/`` goes. Returns how many were deleted."""
+    root = Path(run_dir) / CHECKPOINTS
+    if not root.is_dir():
+        return 0
+    _clear_deleted(root)
+    found = good_checkpoints(run_dir)
+    for path in found:
+        _delete(path)
+    if not any(root.iterdir()):
+        root.rmdir()
+    return len(found)
+
+
+def _delete(path: Path) -> None:
+    """Remove the checkpoint ``path``, first renamed out of the names a checkpoint has, so that
+    an interrupted deletion leaves no half checkpoint where a good one was listed."""
+    aside = path.with_name(f".{path.name}{_DELETED}")
+    if aside.exists():
+        shutil.rmtree(aside, ignore_errors=True)
+    path.rename(aside)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _clear_deleted(root: Path) -> None:
+    """Finish the deletions ``_delete`` left interrupted in the checkpoints folder ``root``."""
+    for left in root.glob(f".*{_DELETED}") if root.is_dir() else ():
+        shutil.rmtree(left, ignore_errors=True)
 
 
 def move_aside(paths: list[Path], run_dir: str | Path, why: str) -> Path | None:

@@ -37,13 +37,16 @@ def child_command(
     runs: Sequence[str],
     seed: int,
     records_dir: Path | None = None,
+    prune: bool = False,
 ) -> list[str]:
     """The ``crossalign compare`` command of ``runs`` of one seed (no report), keeping their
-    records in ``records_dir`` too when given."""
+    records in ``records_dir`` too when given, and pruning their checkpoints with ``prune``."""
     command = [sys.executable, "-m", "crossalign", "compare", study_file]
     command += ["--seeds", str(seed), "--runs", ",".join(runs), "--no-report"]
     if records_dir is not None:
         command += ["--records", str(records_dir)]
+    if prune:
+        command.append("--prune-checkpoints")
     return command + list(overrides)
 
 
@@ -120,10 +123,13 @@ def run_parallel(
     names: Sequence[str] | None = None,
     report: bool = True,
     records_dir: Path | None = None,
+    prune: bool = False,
 ) -> Path | None:
     """Run the study of ``study_file`` (with ``overrides``, the runs ``names``) with ``jobs``
     processes at once, keeping the records in ``records_dir`` too when given
-    (``study.records``); returns the report page (None without ``report``)."""
+    (``study.records``) and deleting each measured run's checkpoints with ``prune``
+    (``run_study(prune_checkpoints=...)``); returns the report page (None without
+    ``report``)."""
     from crossalign.study.run import run_study
 
     if jobs < 1:
@@ -137,13 +143,15 @@ def run_parallel(
         print(f"== shared runs first: {', '.join(shared)}")
         # planned with the whole study: a measured starting model is trained again when a
         # seed process will continue from it
-        run_study(study, report=False, records_dir=records_dir, only=shared)
+        run_study(
+            study, report=False, records_dir=records_dir, only=shared, prune_checkpoints=prune
+        )
     logs = Path(study.out) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     if per_seed:
         work = units(study, per_seed, study.seeds)
-        _run_children(study_file, overrides, work, jobs, logs, records_dir)
-    return run_study(study, report=report, records_dir=records_dir).report
+        _run_children(study_file, overrides, work, jobs, logs, records_dir, prune)
+    return run_study(study, report=report, records_dir=records_dir, prune_checkpoints=prune).report
 
 
 def _run_children(
@@ -153,9 +161,10 @@ def _run_children(
     jobs: int,
     logs: Path,
     records_dir: Path | None = None,
+    prune: bool = False,
 ) -> None:
-    """One child per unit of ``work``, at most ``jobs`` at a time; raises naming the first
-    failed one."""
+    """One child per unit of ``work`` (``child_command``), at most ``jobs`` at a time; raises
+    naming the first failed one."""
     waiting = list(work)
     env = child_environment(jobs)
     print(f"== {jobs} processes at a time, {env['OMP_NUM_THREADS']} CPU thread(s) each")
@@ -165,7 +174,7 @@ def _run_children(
         while waiting and len(running) < jobs and not failed:
             unit = waiting.pop(0)
             log = open(logs / unit.log, "w", encoding="utf-8")  # noqa: SIM115
-            command = child_command(study_file, overrides, unit.runs, unit.seed, records_dir)
+            command = child_command(study_file, overrides, unit.runs, unit.seed, records_dir, prune)
             running[unit] = (
                 subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env),
                 log,

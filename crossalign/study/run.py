@@ -21,7 +21,15 @@ from crossalign.study.plan import (
     run_state,
     unrecorded,
 )
-from crossalign.study.spec import PlannedRun, Study, plan, substitute, write_run_config
+from crossalign.study.spec import (
+    PlannedRun,
+    Study,
+    names_dir,
+    plan,
+    run_strings,
+    substitute,
+    write_run_config,
+)
 from crossalign.study.steps import PreparedStep, ensure_prepared, parse_step
 from crossalign.study.summary import StudyResult, contrast_pairs, correlation_section
 
@@ -178,8 +186,9 @@ def ensure_evaluated(run: PlannedRun, planned: PlannedEval, label: str) -> Resul
         raise CrossalignError(
             f"study run '{run.name}' (seed {run.seed}): {spec_label or evaluation.name} "
             f"measures checkpoint {model}, which does not exist (pruned: a checkpoint saved on "
-            "an interrupt counts toward train.keep_checkpoints too); raise "
-            "train.keep_checkpoints and train the run again"
+            "an interrupt counts toward train.keep_checkpoints too, and compare "
+            "--prune-checkpoints deletes a measured run's); raise train.keep_checkpoints and "
+            "train the run again"
         )
     at = "" if step is None else f" at step {step}"
     print(f"== evaluating {label}{at}: {spec_label or evaluation.name}")
@@ -318,6 +327,7 @@ def run_study(
     prepare_only: bool = False,
     records_dir: Path | None = None,
     only: Sequence[str] | None = None,
+    prune_checkpoints: bool = False,
 ) -> StudyResult:
     """Derive, train and evaluate everything ``study`` lists (reusing what is done), then
     write its report to ``OUT/report`` (``crossalign report`` over its runs, plus the
@@ -329,7 +339,9 @@ def run_study(
     run records it holds and copy each run's there once measured (``study.records``).
     ``only``: train and evaluate only the runs of these names, planned with the whole study
     (a measured starting model is trained again when a run of another process will continue
-    from it), and no report."""
+    from it), and no report. ``prune_checkpoints``: delete a trained run's checkpoints once
+    its model is saved and every evaluation of it recorded, unless a run of ``study`` names
+    them (``kept_checkpoints``)."""
     from crossalign.config import load_config
     from crossalign.data.derive.settings import DeriveSettings
     from crossalign.evals.registry import evaluations
@@ -422,6 +434,7 @@ def run_study(
     for run, _, _ in checked:
         if prepare_only or states[run.run_dir] in ("train", "resume") or todo[run.run_dir]:
             busy.add(repr(run.cell))
+    keep = kept_checkpoints(study, plan(study)) if prune_checkpoints else set()
     records: dict[Path, list[ResultRecord]] = {}
     pending: list[PreparedStep] = []  # missing outputs idle cells did not make
     for (run, cfg, evals), mine in zip(checked, cell_steps):
@@ -453,10 +466,42 @@ def run_study(
         records[run.run_dir] = final_records(run, measured)
         if records_dir is not None:
             keep_records(run.run_dir, Path(study.out), records_dir)
+        if prune_checkpoints and cfg is not None and run.run_dir not in keep:
+            prune_measured(run.run_dir)
     result = StudyResult(runs=runs, records=records, report=None)
     if report and not prepare_only:
         result.report = write_study_report(study, result)
     return result
+
+
+def kept_checkpoints(study: Study, runs: Sequence[PlannedRun]) -> set[Path]:
+    """The run directories of ``runs`` whose checkpoints another of ``runs`` names (e.g. a
+    run continued from one, or an evaluation option reading one): ``--prune-checkpoints``
+    keeps them."""
+    from crossalign.checkpoint import CHECKPOINTS
+
+    strings = {id(run): run_strings(study, run) for run in runs}
+    return {
+        run.run_dir
+        for run in runs
+        if any(
+            names_dir(strings[id(other)], run.run_dir / CHECKPOINTS)
+            for other in runs
+            if other is not run
+        )
+    }
+
+
+def prune_measured(run_dir: Path) -> None:
+    """Delete the checkpoints of the measured run ``run_dir`` when its ``model/`` is saved
+    (``checkpoint.remove_checkpoints``); a run whose records stand without its model keeps
+    them."""
+    from crossalign.checkpoint import remove_checkpoints
+
+    if (run_dir / "model").is_dir():
+        gone = remove_checkpoints(run_dir)
+        if gone:
+            print(f"{run_dir}: deleted its {gone} checkpoint(s); its model and records stay")
 
 
 def write_study_report(study: Study, result: StudyResult) -> Path:

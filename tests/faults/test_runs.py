@@ -24,6 +24,7 @@ from crossalign.checkpoint import (
     find_resume_checkpoint,
     list_checkpoints,
     prune_checkpoints,
+    remove_checkpoints,
 )
 from crossalign.cli import main
 from crossalign.run_dir import RunLock, read_metrics, setting_changes, truncate_metrics
@@ -127,6 +128,38 @@ def test_keep_checkpoints_zero_never_prunes_the_newest(run):
     run_dir, _ = run
     prune_checkpoints(run_dir, 0)
     assert [p.name for p in list_checkpoints(run_dir)] == ["step-00000004"]
+
+
+def test_removing_a_finished_runs_checkpoints_keeps_what_is_there_for_inspection(run, monkeypatch):
+    """``compare --prune-checkpoints``: every good checkpoint goes, the newest too; a bad one
+    and a folder moved aside stay; a deletion interrupted after its rename leaves no half
+    checkpoint that lists as one, and the next call finishes it."""
+    run_dir, _ = run
+    root = run_dir / "checkpoints"
+    (root / "step-00000002" / "COMPLETE").unlink()  # bad: kept for inspection
+    (root / "diverged" / "20260101T000000Z").mkdir(parents=True)
+
+    def crash(path, ignore_errors=False):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shutil, "rmtree", crash)
+    with pytest.raises(KeyboardInterrupt):
+        remove_checkpoints(run_dir)
+    monkeypatch.undo()
+    assert [p.name for p in list_checkpoints(run_dir)] == ["step-00000002"]
+    assert (root / ".step-00000004.deleted").is_dir()
+    assert remove_checkpoints(run_dir) == 0
+    assert sorted(p.name for p in root.iterdir()) == ["diverged", "step-00000002"]
+    assert (run_dir / "model" / "model.safetensors").is_file()
+
+
+def test_removing_every_checkpoint_of_a_finished_run_removes_the_folder(run):
+    run_dir, _ = run
+    assert [p.name for p in list_checkpoints(run_dir)] == ["step-00000004", "step-00000002"]
+    assert remove_checkpoints(run_dir) == 2
+    assert not (run_dir / "checkpoints").exists()
+    assert (run_dir / "model" / "model.safetensors").is_file()
+    assert remove_checkpoints(run_dir) == 0
 
 
 def test_a_finished_run_is_not_replaced_without_overwrite(run, capsys):

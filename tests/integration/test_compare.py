@@ -796,3 +796,36 @@ def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsy
     assert main(["compare", str(path), "--runs", "xlm", "--no-report"]) == 0
     xlm = tmp_path / "study" / "runs" / "xlm" / "checkpoints"
     assert sorted(p.name for p in xlm.iterdir() if p.name.startswith("step-"))[0] == "step-00000002"
+
+
+def test_prune_checkpoints_deletes_a_measured_runs_checkpoints_unless_a_run_names_them(
+    tmp_path, capsys
+):
+    """``--prune-checkpoints``: once a run's model is saved and measured its checkpoints go,
+    except those another run of the study continues from; the study is then reused whole."""
+    path = _study(
+        tmp_path, seeds=[0], overrides=["train.save_every=2", "train.keep_checkpoints=2"]
+    )  # fmt: skip
+    study = yaml.safe_load(path.read_text())
+    mlm, xlm = study["runs"]
+    start = "{out}/runs/mlm/checkpoints/step-00000002"  # one seed: no seed-N folder
+    inline = {k: v for k, v in mlm["inline"].items() if k not in ("model", "tokenizer")}
+    study["runs"].append({"name": "cont", "inline": {**inline, "model": {"path": start}}})
+    path.write_text(yaml.safe_dump(study, sort_keys=False))
+    assert main(["compare", str(path), "--prune-checkpoints", "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    runs = tmp_path / "study" / "runs"
+    assert printed.count("checkpoint(s); its model and records stay") == 2
+    assert sorted(p.name for p in (runs / "mlm" / "checkpoints").iterdir()) == [
+        "step-00000002",
+        "step-00000004",
+    ]
+    for name in ("xlm", "cont"):
+        assert not (runs / name / "checkpoints").exists()
+        assert (runs / name / "model").is_dir()
+        assert len((runs / name / "results.jsonl").read_text().splitlines()) == 2
+    assert main(["compare", str(path), "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert "== pre-training" not in printed and "== evaluating" not in printed
+    assert main(["compare", str(path), "--prepare-only", "--prune-checkpoints"]) == 2
+    assert "drop --prune-checkpoints" in capsys.readouterr().err

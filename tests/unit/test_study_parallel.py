@@ -47,3 +47,11 @@ def test_a_failed_seed_process_is_named_with_its_log(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "child_command", lambda *a: [sys.executable, "-c", "exit(3)"])
     with pytest.raises(CrossalignError, match="seed 0 run failed; see .*seed-0-run.log"):
         parallel._run_children("study.yaml", [], [Unit(0, ("run",), False)], 1, tmp_path)
+
+
+def test_a_child_command_passes_records_and_pruning_on():
+    command = parallel.child_command("s.yaml", ["vars.steps=5"], ("a", "b"), 3, None, True)
+    assert command[1:] == ["-m", "crossalign", "compare", "s.yaml", "--seeds", "3", "--runs",
+                           "a,b", "--no-report", "--prune-checkpoints", "vars.steps=5"]  # fmt: skip
+    command = parallel.child_command("s.yaml", [], ("a",), 0, parallel.Path("rec"))
+    assert command[-2:] == ["--records", "rec"] and "--prune-checkpoints" not in command
