@@ -31,8 +31,8 @@ STATE = "trainer_state.json"
 MANIFEST = "MANIFEST.json"
 CONFIG = "config.yaml"
 CHECKPOINTS = "checkpoints"
-_DELETED = ".deleted"  # the suffix of a checkpoint being deleted (``_delete``)
 """The run directory's folder of checkpoints."""
+_DELETED = ".deleted"  # the suffix of a checkpoint being deleted (``_delete``)
 
 
 def checkpoint_name(step: int) -> str:
