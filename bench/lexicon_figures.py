@@ -22,7 +22,7 @@ from crossalign.data.readers import read_dictionary, read_parallel, read_text
 from crossalign.evals.bli import bli_scores, build_bli_set, candidate_words
 from crossalign.evals.layers import layer_metrics, layer_scores, plot_layers
 from crossalign.evals.registry import evaluations
-from crossalign.evals.retrieval import retrieval_accuracy, sentence_embeddings
+from crossalign.evals.retrieval import layer_sentence_embeddings, retrieval_accuracy
 from crossalign.evals.rsim import mean_cosine, rsim
 from crossalign.fileio import write_json_atomic
 from crossalign.lexicon.embed import embedding_layer, load_masked_lm
@@ -69,9 +69,9 @@ def retrieval_part(model, tok, pairs: list[str], layers: list[int], corpus: str)
         src, tgt = pair.split("-", 1)
         data = read_parallel([f"{corpus}/{pair}/test.{src}", f"{corpus}/{pair}/test.{tgt}"])
         s, t = [a for a, _ in data], [b for _, b in data]
-        for layer in layers:
-            x = sentence_embeddings(model, tok, s, layer)
-            y = sentence_embeddings(model, tok, t, layer)
+        xs = layer_sentence_embeddings(model, tok, s, layers)
+        ys = layer_sentence_embeddings(model, tok, t, layers)
+        for layer, x, y in zip(layers, xs, ys):
             row = {"pair": pair, "layer": layer, **retrieval_accuracy(x, y, s, t)}
             rows.append(row)
             print(

@@ -158,6 +158,9 @@ class RetrievalOptions:
     """Split of --corpus."""
     layer: int = -1
     """Layer to pool (-1: the last)."""
+    all_layers: bool = False
+    """Score every layer 0..L from one encoding pass (metrics L<layer>/acc_src_tgt, ...)
+    instead of --layer."""
     max_sentences: int = 10_000
     """Sentence pairs used."""
     device: str = "cpu"
@@ -167,6 +170,8 @@ class RetrievalOptions:
         check_range("max_sentences", self.max_sentences, 1, integer=True)
         if self.pair is not None and "-" not in self.pair:
             raise CrossalignError(f"--pair '{self.pair}' must be SRC-TGT, e.g. en-de")
+        if self.all_layers and self.layer != -1:
+            raise CrossalignError("give --layer or --all-layers, not both")
 
 
 @dataclass(kw_only=True)

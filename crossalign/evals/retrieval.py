@@ -21,6 +21,34 @@ if TYPE_CHECKING:
 
 
 @torch.no_grad()
+def layer_sentence_embeddings(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    texts: Sequence[str],
+    layers: Sequence[int],
+    lang: str | None = None,
+    max_length: int = 128,
+    batch_size: int = 32,
+) -> torch.Tensor:
+    """``sentence_embeddings`` of each of ``layers`` from one encoding pass. -> [len(layers),
+    n, H]."""
+    model.eval()
+    n_layers = model.config.num_hidden_layers
+    layers = [n_layers if layer < 0 else layer for layer in layers]
+    for layer in layers:
+        if layer > n_layers:
+            raise ValueError(f"layer {layer} does not exist: the model has 0..{n_layers}")
+    out = torch.zeros(len(layers), len(texts), model.config.hidden_size)
+    type_id = language_type_id(model, lang)
+    max_length = input_limit(model, max_length)
+    for idx, enc in encode_batches(tokenizer, texts, max_length, batch_size):
+        states = hidden_states(model, enc, type_id)
+        mask = enc["attention_mask"][..., None].float()
+        for k, layer in enumerate(layers):
+            out[k, idx] = (states[layer].float().cpu() * mask).sum(dim=1) / mask.sum(dim=1)
+    return out
+
+
 def sentence_embeddings(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
@@ -32,19 +60,9 @@ def sentence_embeddings(
 ) -> torch.Tensor:
     """Mean of the hidden states of ``layer`` (0 embedding output, 1..L layers, -1 the last)
     over every non-padding position, ``<s>`` and ``</s>`` included (as e5 pools). -> [n, H]."""
-    model.eval()
-    n_layers = model.config.num_hidden_layers
-    layer = n_layers if layer < 0 else layer
-    if layer > n_layers:
-        raise ValueError(f"layer {layer} does not exist: the model has 0..{n_layers}")
-    out = torch.zeros(len(texts), model.config.hidden_size)
-    type_id = language_type_id(model, lang)
-    max_length = input_limit(model, max_length)
-    for idx, enc in encode_batches(tokenizer, texts, max_length, batch_size):
-        states = hidden_states(model, enc, type_id)[layer].float().cpu()
-        mask = enc["attention_mask"][..., None].float()
-        out[idx] = (states * mask).sum(dim=1) / mask.sum(dim=1)
-    return out
+    return layer_sentence_embeddings(
+        model, tokenizer, texts, [layer], lang, max_length, batch_size
+    )[0]
 
 
 def retrieval_accuracy(
@@ -97,18 +115,31 @@ def retrieval_pairs(opts: RetrievalOptions) -> list[tuple[str, str]]:
 
 def evaluate_retrieval(model_dir: str, opts: RetrievalOptions) -> EvalOutput:
     """``eval retrieval``: ``retrieval_accuracy`` of mean-pooled layer ``opts.layer`` between
-    the pairs of ``opts`` (language embeddings from ``opts.pair`` when given)."""
+    the pairs of ``opts`` (language embeddings from ``opts.pair`` when given); with
+    ``opts.all_layers``, of every layer 0..L from one encoding pass, as ``L<layer>/...``
+    metrics."""
     from crossalign.lexicon.embed import load_masked_lm
 
     pairs = retrieval_pairs(opts)
     src_lang, tgt_lang = opts.pair.split("-", 1) if opts.pair else (None, None)
     model, tokenizer = load_masked_lm(model_dir, opts.device)
     src_texts, tgt_texts = [s for s, _ in pairs], [t for _, t in pairs]
-    x = sentence_embeddings(model, tokenizer, src_texts, opts.layer, src_lang)
-    y = sentence_embeddings(model, tokenizer, tgt_texts, opts.layer, tgt_lang)
-    scores = retrieval_accuracy(x, y, src_texts, tgt_texts)
+    layers = range(model.config.num_hidden_layers + 1) if opts.all_layers else [opts.layer]
+    x = layer_sentence_embeddings(model, tokenizer, src_texts, layers, src_lang)
+    y = layer_sentence_embeddings(model, tokenizer, tgt_texts, layers, tgt_lang)
+    if not opts.all_layers:
+        scores = retrieval_accuracy(x[0], y[0], src_texts, tgt_texts)
+        return EvalOutput(
+            metrics=scores,
+            notes=[f"retrieval, layer {opts.layer}, {scores['n']} pairs"],
+            legacy={"layer": opts.layer, **scores},
+        )
+    metrics: dict[str, float] = {"n": len(pairs)}
+    for layer in layers:
+        scores = retrieval_accuracy(x[layer], y[layer], src_texts, tgt_texts)
+        metrics.update({f"L{layer}/{k}": v for k, v in scores.items() if k != "n"})
     return EvalOutput(
-        metrics=scores,
-        notes=[f"retrieval, layer {opts.layer}, {scores['n']} pairs"],
-        legacy={"layer": opts.layer, **scores},
+        metrics=metrics,
+        notes=[f"retrieval, layers 0-{layers[-1]}, {len(pairs)} pairs"],
+        legacy=metrics,
     )

@@ -7,7 +7,14 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from crossalign.evals.retrieval import retrieval_accuracy, sentence_embeddings
+from crossalign.errors import CrossalignError
+from crossalign.evals.options import RetrievalOptions
+from crossalign.evals.retrieval import (
+    evaluate_retrieval,
+    layer_sentence_embeddings,
+    retrieval_accuracy,
+    sentence_embeddings,
+)
 from crossalign.lexicon.embed import contextual_token_vectors, embedding_layer
 
 from .test_bli_rsim import make_tokenizer
@@ -56,6 +63,31 @@ def test_sentence_embeddings_batched_equal_single():
         assert torch.allclose(batched[i], states.mean(dim=0), atol=1e-5)
     last = sentence_embeddings(model, tok, TEXTS[:1], layer=-1)
     assert torch.allclose(last, sentence_embeddings(model, tok, TEXTS[:1], layer=2))
+
+
+def test_every_layer_from_one_pass_equals_each_layer_alone(tmp_path):
+    """``--all-layers``: one encoding pass gives each layer's embeddings and scores exactly as
+    ``--layer N`` does, under ``L<N>/`` names."""
+    tok = make_tokenizer(WORDS)
+    model = tiny_model(len(tok))
+    both = layer_sentence_embeddings(model, tok, TEXTS, [0, 2, -1], batch_size=2)
+    for k, layer in enumerate([0, 2, 2]):
+        assert torch.equal(both[k], sentence_embeddings(model, tok, TEXTS, layer, batch_size=2))
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"
+    src.write_text("the cat sleeps\nthe dog runs\ncat cat\n")
+    tgt.write_text("el gato duerme\nel perro corre\ngato gato\n")
+    files = {"src_file": str(src), "tgt_file": str(tgt)}
+    every = evaluate_retrieval(str(tmp_path / "m"), RetrievalOptions(**files, all_layers=True))
+    names = [f"L{layer}/{key}" for layer in (0, 1, 2) for key in ("acc_src_tgt", "acc_tgt_src")]
+    assert sorted(every.metrics) == [*names, "n"]
+    for layer in (0, 1, 2):
+        alone = evaluate_retrieval(str(tmp_path / "m"), RetrievalOptions(**files, layer=layer))
+        for key in ("acc_src_tgt", "acc_tgt_src"):
+            assert every.metrics[f"L{layer}/{key}"] == alone.metrics[key]
+    with pytest.raises(CrossalignError, match="--layer or --all-layers"):
+        RetrievalOptions(**files, layer=2, all_layers=True)
 
 
 def test_contextual_token_vectors_equal_loop():
