@@ -215,6 +215,39 @@ def _read_study(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     return {**merged, "extends": parent, "files": [str(path), *base["files"]]}
 
 
+def read_study_data(path: str | Path) -> dict[str, Any]:
+    """A study file's raw data, its ``extends`` chain merged (``files`` lists the files); the
+    errors of ``load_study``."""
+    return _read_study(Path(path))
+
+
+NOT_JUDGED = ("name", "files", "extends", "shared", "contrast", "correlate")
+"""Study keys no hypothesis or gate depends on (``verdict_design``): the title, where the
+files are, YAML anchors (already merged into the runs), and the exploratory report sections."""
+
+
+def verdict_design(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What a study's verdicts depend on (``read_study_data``'s data): everything but
+    ``NOT_JUDGED`` and the evaluations that no hypothesis or gate reads a measure of (by
+    label, else by evaluation name: ``bli_de.words`` reads the one labelled ``bli_de``). Two
+    versions of a study file with equal designs test the same hypotheses the same way; one
+    that only adds an exploratory evaluation keeps its design."""
+    judged = [*(data.get("hypotheses") or []), *(data.get("gates") or [])]
+    read = {
+        str(measure).split(".", 1)[0]
+        for item in judged
+        if isinstance(item, Mapping)
+        for measure in (item.get("measures") or {}).values()
+    }
+    evaluations = [
+        e
+        for e in data.get("evaluations") or []
+        if not isinstance(e, Mapping) or (e.get("label") or e.get("eval")) in read
+    ]
+    kept = {k: v for k, v in data.items() if k not in NOT_JUDGED}
+    return {**kept, "evaluations": evaluations}
+
+
 def load_study(path: str | Path, overrides: Sequence[str] = ()) -> Study:
     """Read a study file (with the file it ``extends``) and apply ``key=value`` overrides to
     it (``seeds=[0,1,2]``, ``vars.steps=2000``, ``out=runs/x``); errors name the file or key."""

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from crossalign.errors import CrossalignError
 from crossalign.study.hypotheses import GateResult, HypothesisResult, Values, judge_all
-from crossalign.study.spec import Study, cells
+from crossalign.study.spec import Study, cells, read_study_data, verdict_design
 from crossalign.study.summary import StudyResult, run_metrics
 
 
@@ -34,29 +36,66 @@ def values_from(study: Study, result: StudyResult):
     return values_of
 
 
-def _git(args: Sequence[str], cwd: Path) -> str | None:
+def _git(args: Sequence[str], cwd: Path, strip: bool = True) -> str | None:
     try:
         done = subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() if strip else done.stdout
 
 
 def hypotheses_commit(files: Sequence[str]) -> tuple[str | None, str]:
-    """The last commit that changed the study files (None when they are not in a git
-    checkout or have uncommitted changes), and a sentence saying so."""
+    """The commit that registered the study's design as it is now (None when the files are not
+    in a git checkout or have uncommitted changes), and a sentence saying so: the oldest
+    commit of the files' latest run of commits with the same ``spec.verdict_design``, so that
+    a later commit that only adds an evaluation no hypothesis or gate reads (or changes a
+    comment or the title) does not count its runs' records as made before the hypotheses."""
     if not files:
         return None, "the study's files are unknown"
     paths = [Path(f).resolve() for f in files]
     cwd = paths[0].parent
     if _git(["status", "--porcelain", "--", *map(str, paths)], cwd):
         return None, "the study file has uncommitted changes: its hypotheses are not registered"
-    commit = _git(["log", "-1", "--format=%H", "--", *map(str, paths)], cwd)
-    if not commit:
+    log = _git(["log", "--format=%H", "--", *map(str, paths)], cwd)
+    if not log:
         return None, "the study file is not committed in a git checkout"
-    return commit, f"hypotheses as committed in {commit[:10]}"
+    commits = log.split()
+    design = verdict_design(read_study_data(paths[0]))
+    top = _git(["rev-parse", "--show-toplevel"], cwd)
+    registered = commits[0]
+    for commit in commits[1:]:
+        if top is None or _design_at(commit, paths, Path(top).resolve()) != design:
+            break
+        registered = commit
+    note = f"hypotheses as committed in {registered[:10]}"
+    if registered != commits[0]:
+        note += (
+            f"; changed since (last in {commits[0][:10]}) only where no hypothesis or gate reads"
+        )
+    return registered, note
+
+
+def _design_at(commit: str, paths: Sequence[Path], top: Path) -> dict[str, Any] | None:
+    """``verdict_design`` of the study file ``paths[0]`` (extending ``paths[1:]``) as of
+    ``commit`` of the checkout at ``top``; None where one of them is missing there or does not
+    read."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in paths:
+            relative = path.relative_to(top).as_posix()
+            text = _git(["show", f"{commit}:{relative}"], top, strip=False)
+            if text is None:
+                return None
+            copy = Path(tmp) / relative
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_text(text, encoding="utf-8")
+        try:
+            return verdict_design(read_study_data(Path(tmp) / paths[0].relative_to(top)))
+        except CrossalignError:
+            return None
 
 
 def records_not_after(commit: str, commits: Sequence[str | None], cwd: Path) -> int:

@@ -221,6 +221,52 @@ def test_the_report_names_the_commit_and_warns_about_older_records(tmp_path):
     assert data["commit"] is None and "uncommitted changes" in text
 
 
+def test_a_later_commit_that_only_adds_an_unread_evaluation_keeps_the_registration(tmp_path):
+    """The registering commit is the oldest of the latest commits with the same design: one
+    that adds an evaluation no hypothesis or gate reads, or changes a comment or the title,
+    keeps it (the file it extends included); one that changes an evaluation a hypothesis
+    reads moves it."""
+    from crossalign.study.verdicts import hypotheses_commit
+
+    repo = tmp_path / "repo"
+    (repo / "studies").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@example.org")
+    _git(repo, "config", "user.name", "t")
+    base, study_file = repo / "studies" / "base.yaml", repo / "studies" / "cpu.yaml"
+
+    def commit(**texts: str) -> str:
+        for name, text in texts.items():
+            (repo / "studies" / f"{name}.yaml").write_text(text)
+        _git(repo, "add", ".")
+        _git(repo, "commit", "-qm", "change")
+        return _git(repo, "rev-parse", "HEAD")
+
+    hypothesis = ("hypotheses:\n  - {name: gap, measures: {delta: transfer.delta, w: bli_de.words},"
+                  " contrast: 'delta(mlm) > 0'}\n")  # fmt: skip
+    registered = commit(
+        base=hypothesis + "runs: [{name: mlm, inline: {}}]\n",
+        cpu="extends: base.yaml\nname: a\nevaluations:\n  - {eval: transfer}\n"
+        "  - {eval: bli, label: bli_de}\n",
+    )
+    files = [str(study_file), str(base)]
+    assert hypotheses_commit(files) == (registered, f"hypotheses as committed in {registered[:10]}")
+    later = commit(
+        cpu="extends: base.yaml\nname: b  # retitled\nevaluations:\n  - {eval: transfer}\n"
+        "  - {eval: bli, label: bli_de}\n  - {eval: retrieval, label: layers, options: {x: 1}}\n",
+    )
+    commit(base="# a comment\n" + hypothesis + "runs: [{name: mlm, inline: {}}]\n")
+    found, note = hypotheses_commit(files)
+    assert found == registered and "only where no hypothesis or gate reads" in note
+    assert hypotheses_commit([str(study_file)])[0] != registered  # base's history unseen
+    moved = commit(
+        cpu="extends: base.yaml\nname: b\nevaluations:\n  - {eval: transfer, options: {lr: 1}}\n"
+        "  - {eval: bli, label: bli_de}\n  - {eval: retrieval, label: layers, options: {x: 1}}\n",
+    )
+    assert hypotheses_commit(files) == (moved, f"hypotheses as committed in {moved[:10]}")
+    assert later != moved
+
+
 def test_a_fine_tuning_seed_follows_the_run_unless_the_study_sets_it(tmp_path):
     from crossalign.evals.registry import evaluations
     from crossalign.study.run import evaluation_options
