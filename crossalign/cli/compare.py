@@ -125,9 +125,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="delete a trained run's checkpoints once its model is saved and every evaluation "
         "of it recorded (they are what --resume needs, and a continued e5-small checkpoint "
-        "takes 1.8 GB); checkpoints another run of the study names (model.path, an evaluation "
-        "option) are kept, those another study or a script reads are not. A pruned run "
-        "measured at a new checkpoint step trains again",
+        "takes 1.8 GB); checkpoints something of the study names (a run's model.path or "
+        "evaluation options, a prepare step; runs left out by --runs too) are kept, those "
+        "another study or a script reads are not. To measure a pruned run at a new checkpoint "
+        "step, delete its model/ to train it again",
     )
     p.add_argument(
         "--prepare-only",

@@ -172,6 +172,8 @@ class RetrievalOptions:
             raise CrossalignError(f"--pair '{self.pair}' must be SRC-TGT, e.g. en-de")
         if self.all_layers and self.layer != -1:
             raise CrossalignError("give --layer or --all-layers, not both")
+        if self.layer < -1:
+            raise CrossalignError(f"--layer {self.layer}: give 0..L, or -1 for the last layer")
 
 
 @dataclass(kw_only=True)

@@ -31,7 +31,7 @@ def layer_sentence_embeddings(
     batch_size: int = 32,
 ) -> torch.Tensor:
     """``sentence_embeddings`` of each of ``layers`` from one encoding pass. -> [len(layers),
-    n, H]."""
+    n, H] (float32: about 1 GB for 25 layers of 1,024 over 10,000 sentences)."""
     model.eval()
     n_layers = model.config.num_hidden_layers
     layers = [n_layers if layer < 0 else layer for layer in layers]
@@ -43,6 +43,11 @@ def layer_sentence_embeddings(
     max_length = input_limit(model, max_length)
     for idx, enc in encode_batches(tokenizer, texts, max_length, batch_size):
         states = hidden_states(model, enc, type_id)
+        if len(states) != n_layers + 1:
+            raise ValueError(
+                f"the model returns {len(states)} hidden states, not num_hidden_layers + 1 = "
+                f"{n_layers + 1}: its layers cannot be told apart"
+            )
         mask = enc["attention_mask"][..., None].float()
         for k, layer in enumerate(layers):
             out[k, idx] = (states[layer].float().cpu() * mask).sum(dim=1) / mask.sum(dim=1)

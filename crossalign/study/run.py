@@ -4,6 +4,7 @@ so an interrupted or repeated study continues where it stopped (see ``crossalign
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from crossalign.study.spec import (
     names_dir,
     plan,
     run_strings,
+    strings_in,
     substitute,
     write_run_config,
 )
@@ -185,10 +187,10 @@ def ensure_evaluated(run: PlannedRun, planned: PlannedEval, label: str) -> Resul
     if model is not None and step is not None and not model.is_dir():
         raise CrossalignError(
             f"study run '{run.name}' (seed {run.seed}): {spec_label or evaluation.name} "
-            f"measures checkpoint {model}, which does not exist (pruned: a checkpoint saved on "
-            "an interrupt counts toward train.keep_checkpoints too, and compare "
-            "--prune-checkpoints deletes a measured run's); raise train.keep_checkpoints and "
-            "train the run again"
+            f"measures checkpoint {model}, which does not exist: pruned by "
+            "train.keep_checkpoints (a checkpoint saved on an interrupt counts toward it too; "
+            "raise it) or deleted by compare --prune-checkpoints; delete "
+            f"{run.run_dir / 'model'} to train the run again"
         )
     at = "" if step is None else f" at step {step}"
     print(f"== evaluating {label}{at}: {spec_label or evaluation.name}")
@@ -434,7 +436,7 @@ def run_study(
     for run, _, _ in checked:
         if prepare_only or states[run.run_dir] in ("train", "resume") or todo[run.run_dir]:
             busy.add(repr(run.cell))
-    keep = kept_checkpoints(study, plan(study)) if prune_checkpoints else set()
+    keep = kept_checkpoints(study) if prune_checkpoints else set()
     records: dict[Path, list[ResultRecord]] = {}
     pending: list[PreparedStep] = []  # missing outputs idle cells did not make
     for (run, cfg, evals), mine in zip(checked, cell_steps):
@@ -474,21 +476,23 @@ def run_study(
     return result
 
 
-def kept_checkpoints(study: Study, runs: Sequence[PlannedRun]) -> set[Path]:
-    """The run directories of ``runs`` whose checkpoints another of ``runs`` names (e.g. a
-    run continued from one, or an evaluation option reading one): ``--prune-checkpoints``
-    keeps them."""
+def kept_checkpoints(study: Study) -> set[Path]:
+    """The run directories whose checkpoints something of ``study`` names, runs left out by
+    ``select_runs`` included: another run (continued from one, an evaluation option reading
+    one), a ``prepare`` step or the ``derive`` settings. ``--prune-checkpoints`` keeps them."""
     from crossalign.checkpoint import CHECKPOINTS
 
-    strings = {id(run): run_strings(study, run) for run in runs}
+    everything = dataclasses.replace(study, runs=[*study.runs, *study.left_out], left_out=[])
+    runs = plan(everything)
+    steps = [{"command": s.command, "creates": s.creates} for s in everything.prepare]
+    shared = [*steps, everything.derive.settings if everything.derive else {}]
+    common = [t for run in runs for t in strings_in(substitute(shared, run.variables, "prepare"))]
+    own = {id(run): run_strings(everything, run) for run in runs}
     return {
         run.run_dir
         for run in runs
-        if any(
-            names_dir(strings[id(other)], run.run_dir / CHECKPOINTS)
-            for other in runs
-            if other is not run
-        )
+        if names_dir(common, run.run_dir / CHECKPOINTS)
+        or any(names_dir(own[id(o)], run.run_dir / CHECKPOINTS) for o in runs if o is not run)
     }
 
 

@@ -22,6 +22,7 @@ are): ``out``, ``run`` (the run's name), ``seed``, each matrix variable, ``deriv
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -160,6 +161,9 @@ class Study:
     files: list[str] = field(default_factory=list)
     """Set by ``load_study``, not read from the file: the study file and the files it
     extends (the report names the commit of each)."""
+    left_out: list[StudyRun] = field(default_factory=list)
+    """Set by ``select_runs``, not read from the file: the runs it left out (what they read
+    still counts: ``run.kept_checkpoints``)."""
 
 
 @dataclass
@@ -233,16 +237,20 @@ def verdict_design(data: Mapping[str, Any]) -> dict[str, Any]:
     versions of a study file with equal designs test the same hypotheses the same way; one
     that only adds an exploratory evaluation keeps its design."""
     judged = [*(data.get("hypotheses") or []), *(data.get("gates") or [])]
-    read = {
-        str(measure).split(".", 1)[0]
+    read = [
+        str(measure)
         for item in judged
         if isinstance(item, Mapping)
         for measure in (item.get("measures") or {}).values()
-    }
+    ]
+
+    def is_read(key: Any) -> bool:  # a measure is KEY.METRIC (a label may hold dots)
+        return any(m.startswith(f"{key}.") for m in read)
+
     evaluations = [
         e
         for e in data.get("evaluations") or []
-        if not isinstance(e, Mapping) or (e.get("label") or e.get("eval")) in read
+        if not isinstance(e, Mapping) or is_read(e.get("label") or e.get("eval"))
     ]
     kept = {k: v for k, v in data.items() if k not in NOT_JUDGED}
     return {**kept, "evaluations": evaluations}
@@ -269,16 +277,18 @@ def select_runs(study: Study, names: Sequence[str] | None) -> Study:
 
     names = study.select if names is None else names
     if names is None:
-        study.runs = [r for r in study.runs if not r.optional]
-        return study
-    runs = {r.name: r for r in study.runs}
-    for name in names:
-        if name not in runs:
-            raise CrossalignError(
-                f"study '{study.name}' has no run '{name}'{did_you_mean(name, list(runs))}; "
-                f"its runs: {', '.join(runs)}"
-            )
-    study.runs = [runs[name] for name in names]
+        kept = [r for r in study.runs if not r.optional]
+    else:
+        runs = {r.name: r for r in study.runs}
+        for name in names:
+            if name not in runs:
+                raise CrossalignError(
+                    f"study '{study.name}' has no run '{name}'{did_you_mean(name, list(runs))};"
+                    f" its runs: {', '.join(runs)}"
+                )
+        kept = [runs[name] for name in names]
+    study.left_out = [*study.left_out, *(r for r in study.runs if r not in kept)]
+    study.runs = kept
     return study
 
 
@@ -438,26 +448,29 @@ def run_strings(study: Study, run: PlannedRun) -> list[str]:
     """Every string ``run`` is given: its config's, its overrides (but its own ``run_dir``),
     the model it evaluates as it is and the options of the evaluations it gets (variables
     substituted); ``names_dir`` searches them for another run's directory."""
-    texts = [*_strings(run_config_body(study, run)), str(run.model or "")]
+    texts = [*strings_in(run_config_body(study, run)), str(run.model or "")]
     texts += [o for o in run.overrides if not o.startswith("run_dir=")]
     for i, spec in enumerate(study.evaluations):
         if spec.runs is None or run.name in spec.runs:
-            texts += _strings(substitute(spec.options, run.variables, f"evaluations.{i}.options"))
+            texts += strings_in(substitute(spec.options, run.variables, f"evaluations.{i}.options"))
     return texts
 
 
 def names_dir(texts: Sequence[str], run_dir: Path) -> bool:
     """Whether one of ``texts`` (``run_strings``) names ``run_dir`` as a path or the start of
-    one (e.g. ``model.path: "{out}/runs/mlm/seed-{seed}/model"``), not a longer name that
-    starts like it (``runs/mlm_x`` for ``runs/mlm``)."""
-    path = re.compile(re.escape(str(run_dir)) + r"(?![\w.-])")
-    return any(path.search(text) for text in texts)
+    one (e.g. ``model.path: "{out}/runs/mlm/seed-{seed}/model"``), relative or absolute, with
+    repeated or ``./`` separators (``--out runs/x/`` gives ``runs/x//runs/mlm``), not a
+    longer name that starts like it (``runs/mlm_x`` for ``runs/mlm``)."""
+    forms = {os.path.normpath(run_dir), os.path.abspath(run_dir)}
+    paths = [re.compile(re.escape(form) + r"(?![\w.-])") for form in forms]
+    cleaned = [re.sub(r"/(?:\./)+", "/", re.sub(r"/{2,}", "/", text)) for text in texts]
+    return any(path.search(text) for path in paths for text in cleaned)
 
 
-def _strings(value: Any) -> list[str]:
+def strings_in(value: Any) -> list[str]:
     """Every string in ``value``, through nested mappings and lists."""
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
+        return [s for v in value.values() for s in strings_in(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in strings_in(v)]
     return [value] if isinstance(value, str) else []

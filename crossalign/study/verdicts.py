@@ -60,7 +60,7 @@ def hypotheses_commit(files: Sequence[str]) -> tuple[str | None, str]:
     cwd = paths[0].parent
     if _git(["status", "--porcelain", "--", *map(str, paths)], cwd):
         return None, "the study file has uncommitted changes: its hypotheses are not registered"
-    log = _git(["log", "--format=%H", "--", *map(str, paths)], cwd)
+    log = _git(["log", "--first-parent", "--format=%H", "--", *map(str, paths)], cwd)
     if not log:
         return None, "the study file is not committed in a git checkout"
     commits = log.split()

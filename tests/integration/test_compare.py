@@ -812,6 +812,9 @@ def test_prune_checkpoints_deletes_a_measured_runs_checkpoints_unless_a_run_name
     inline = {k: v for k, v in mlm["inline"].items() if k not in ("model", "tokenizer")}
     study["runs"].append({"name": "cont", "inline": {**inline, "model": {"path": start}}})
     path.write_text(yaml.safe_dump(study, sort_keys=False))
+    # cont, left out here, still keeps mlm's checkpoints
+    assert main(["compare", str(path), "--prune-checkpoints", "--runs", "mlm", "--no-report"]) == 0
+    assert "checkpoint(s)" not in capsys.readouterr().out
     assert main(["compare", str(path), "--prune-checkpoints", "--no-report"]) == 0
     printed = capsys.readouterr().out
     runs = tmp_path / "study" / "runs"

@@ -258,13 +258,31 @@ def test_a_later_commit_that_only_adds_an_unread_evaluation_keeps_the_registrati
     commit(base="# a comment\n" + hypothesis + "runs: [{name: mlm, inline: {}}]\n")
     found, note = hypotheses_commit(files)
     assert found == registered and "only where no hypothesis or gate reads" in note
-    assert hypotheses_commit([str(study_file)])[0] != registered  # base's history unseen
+    # given without the file it extends, no older version reads: the latest commit counts
+    assert hypotheses_commit([str(study_file)])[0] != registered
     moved = commit(
         cpu="extends: base.yaml\nname: b\nevaluations:\n  - {eval: transfer, options: {lr: 1}}\n"
         "  - {eval: bli, label: bli_de}\n  - {eval: retrieval, label: layers, options: {x: 1}}\n",
     )
     assert hypotheses_commit(files) == (moved, f"hypotheses as committed in {moved[:10]}")
     assert later != moved
+
+
+def test_the_verdict_design_keeps_every_evaluation_a_measure_reads():
+    """Labels may hold dots (``bli.de.words`` reads the evaluation labelled ``bli.de``; the
+    unlabelled ``bli`` counts too, on the safe side); an evaluation read by its name counts;
+    others, the title and ``contrast`` do not."""
+    from crossalign.study.spec import verdict_design
+
+    data = {
+        "name": "t", "contrast": [["a", "b"]], "seeds": [0, 1],
+        "hypotheses": [{"name": "h", "measures": {"w": "bli.de.words", "z": "transfer.zs"}}],
+        "evaluations": [{"eval": "bli", "label": "bli.de"}, {"eval": "bli"},
+                        {"eval": "transfer"}, {"eval": "retrieval", "label": "extra"}],
+    }  # fmt: skip
+    design = verdict_design(data)
+    assert design["evaluations"] == data["evaluations"][:3]
+    assert "name" not in design and "contrast" not in design and design["seeds"] == [0, 1]
 
 
 def test_a_fine_tuning_seed_follows_the_run_unless_the_study_sets_it(tmp_path):

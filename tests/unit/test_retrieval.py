@@ -73,6 +73,11 @@ def test_every_layer_from_one_pass_equals_each_layer_alone(tmp_path):
     both = layer_sentence_embeddings(model, tok, TEXTS, [0, 2, -1], batch_size=2)
     for k, layer in enumerate([0, 2, 2]):
         assert torch.equal(both[k], sentence_embeddings(model, tok, TEXTS, layer, batch_size=2))
+        for i, text in enumerate(TEXTS):  # against the model's own states, one sentence each
+            enc = tok([text], return_tensors="pt")
+            states = model.base_model(**enc, output_hidden_states=True).hidden_states[layer][0]
+            assert torch.allclose(both[k, i], states.mean(dim=0), atol=1e-5)
+    assert not torch.allclose(both[0], both[1])
     model.save_pretrained(tmp_path / "m")
     tok.save_pretrained(tmp_path / "m")
     src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"
@@ -88,6 +93,8 @@ def test_every_layer_from_one_pass_equals_each_layer_alone(tmp_path):
             assert every.metrics[f"L{layer}/{key}"] == alone.metrics[key]
     with pytest.raises(CrossalignError, match="--layer or --all-layers"):
         RetrievalOptions(**files, layer=2, all_layers=True)
+    with pytest.raises(CrossalignError, match="-1 for the last layer"):
+        RetrievalOptions(**files, layer=-2)
 
 
 def test_contextual_token_vectors_equal_loop():

@@ -55,3 +55,20 @@ def test_a_child_command_passes_records_and_pruning_on():
                            "a,b", "--no-report", "--prune-checkpoints", "vars.steps=5"]  # fmt: skip
     command = parallel.child_command("s.yaml", [], ("a",), 0, parallel.Path("rec"))
     assert command[-2:] == ["--records", "rec"] and "--prune-checkpoints" not in command
+
+
+def test_names_dir_reads_a_path_however_it_is_written(tmp_path, monkeypatch):
+    """``spec.names_dir``: relative or absolute, with ``//`` (``--out runs/x/``) or ``./`` in
+    it, and not a longer name that starts the same."""
+    from pathlib import Path
+
+    from crossalign.study.spec import names_dir
+
+    monkeypatch.chdir(tmp_path)
+    run = Path("runs/x/runs/mlm/checkpoints")
+    assert names_dir(["runs/x//runs/mlm/checkpoints/step-00000002"], run)
+    assert names_dir([f"{tmp_path}/runs/x/runs/mlm/checkpoints/step-2"], run)
+    assert names_dir(["model.path=runs/x/./runs/mlm/checkpoints"], run)
+    assert names_dir([str(tmp_path / "runs/x/runs/mlm/checkpoints")], Path(tmp_path / run))
+    assert not names_dir(["runs/x/runs/mlm/checkpoints_old/step-2"], run)
+    assert not names_dir(["runs/x/runs/mlm/model"], run)
