@@ -94,7 +94,7 @@ PY
   sed 's,^,crossalign/,' $CARRY/caches.txt | tar czf $CARRY/cache.tgz -C "$cache/.." -T - || exit 1
   size=$(du -sm $CARRY | cut -f1)
   [ "$size" -le 48 ] || { echo "$CARRY is $size MB: too much for one call (64 MiB with the code and wheels); prepare fewer files" >&2; exit 2; }
-  grep -qx "/.devcarry/" .git/info/exclude || echo "/.devcarry/" >> .git/info/exclude
+  mkdir -p .git/info; grep -qsx "/.devcarry/" .git/info/exclude || echo "/.devcarry/" >> .git/info/exclude
   du -sh $CARRY; echo "prepared $CARRY for: $*"
   exit 0
 fi
