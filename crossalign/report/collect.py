@@ -5,6 +5,7 @@ mean ± 95% t interval over the group's runs, the best value of each metric mark
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -28,6 +29,8 @@ SEED_KEYS = frozenset({"train.seed", "run_dir"})
 """Flattened config keys in which the runs of one group may differ."""
 SEPARATORS = "-_./ ="
 ABSENT = "(absent)"
+RUN_SEED = "(the run's)"
+"""A run-seeded evaluation's ``seed`` option where it is the run's own seed."""
 
 Lookup = Callable[[str], Evaluation | None]
 """The declaration of an evaluation by name, None when it is unknown."""
@@ -219,9 +222,33 @@ def config_differences(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _table_key(record: ResultRecord) -> tuple:
-    options = json.dumps(record.options, sort_keys=True, default=str)
-    return (record.eval, record.label, record.versions.get("eval"), options, record.place)
+def _table_key(record: ResultRecord, options: dict[str, Any] | None = None) -> tuple:
+    text = json.dumps(record.options if options is None else options, sort_keys=True, default=str)
+    return (record.eval, record.label, record.versions.get("eval"), text, record.place)
+
+
+def table_options(record: ResultRecord, run: Run, evaluation: Evaluation | None) -> dict[str, Any]:
+    """The options a record is tabled under. An option the record predates (absent from it)
+    reads as its declared default: an evaluation's figures do not change for the same options
+    without a new ``version``, so a default that is added keeps the old behaviour. The
+    ``seed`` of an evaluation whose seed follows the run's (``Evaluation.run_seed``) reads
+    ``RUN_SEED`` when it is the run's own, so that a group's runs share one table."""
+    options = dict(record.options)
+    if evaluation is None:
+        return options
+    for f in dataclasses.fields(evaluation.options):
+        if f.name in options:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            continue
+        options[f.name] = json.loads(json.dumps(default, default=str))  # as a record holds it
+    if evaluation.run_seed and run.seed is not None and options.get("seed") == run.seed:
+        options["seed"] = RUN_SEED
+    return options
 
 
 def _metric(evaluation: Evaluation | None, base: str, values: Sequence[float]) -> Metric:
@@ -277,16 +304,19 @@ def result_tables(groups: Sequence[Group], lookup: Lookup) -> list[Table]:
     """One table per (evaluation, label, version, options, model), in first-seen order; of
     a measurement recorded twice for one run, the later record counts."""
     latest: dict[tuple, dict[int, ResultRecord]] = {}
+    options_of: dict[tuple, dict[str, Any]] = {}
     for group in groups:
         for run in group.runs:
             for record in run.results:
-                latest.setdefault(_table_key(record), {})[id(run)] = record
+                options = table_options(record, run, lookup(record.eval))
+                key = _table_key(record, options)
+                options_of.setdefault(key, options)
+                latest.setdefault(key, {})[id(run)] = record
     tables = []
     for key, by_run in latest.items():
         name, label, version, _, model = key
-        first = next(iter(by_run.values()))
         evaluation = lookup(name)
-        table = Table(name, label, version, first.options, model, evaluation)
+        table = Table(name, label, version, options_of[key], model, evaluation)
         all_metrics: dict[str, list[float]] = {}
         for record in by_run.values():
             for k, v in record.metrics.items():

@@ -213,6 +213,58 @@ def test_options_and_labels_make_separate_tables_and_the_latest_record_wins(tmp_
     assert cells(table_lines(page, "bli_train (bli)")[0]) == ["a", "30.00"]
 
 
+@dataclass
+class SeededOptions:
+    layer: int = 8
+    all_layers: bool = False
+    seed: int = 0
+
+
+TAGGER = Evaluation(
+    "tagger",
+    "test tagger",
+    SeededOptions,
+    {"zs": Metric("ZS", "percent")},
+    run="tests:none",
+    run_seed=True,
+)
+
+
+def test_a_run_seeded_evaluation_pools_its_seeds_and_an_option_added_later_reads_its_default(
+    tmp_path,
+):
+    def rec(name, seed, zs, **extra):
+        return record(name, "tagger", {"zs": zs}, options={"layer": 8, "seed": seed, **extra})
+
+    runs = [
+        make_run(tmp_path, "mlm-s0", config("mlm", 0), results=[rec("mlm-s0", 0, 80.0)]),
+        # written after ``all_layers`` was added, with its default
+        make_run(
+            tmp_path, "mlm-s1", config("mlm", 1), results=[rec("mlm-s1", 1, 82.0, all_layers=False)]
+        ),
+        # a seed the study set, not the run's: its own table
+        make_run(tmp_path, "mlm-s2", config("mlm", 2), results=[rec("mlm-s2", 7, 90.0)]),
+    ]
+    lookup = {"tagger": TAGGER}.get
+    tables = json.loads(write_report(runs, tmp_path / "report", lookup=lookup).json.read_text())[
+        "tables"
+    ]
+    pooled, other = tables
+    assert pooled["options"] == {"layer": 8, "seed": "(the run's)", "all_layers": False}
+    assert [(r["group"], r["n"]) for r in pooled["rows"]] == [("mlm", 2)]
+    assert pooled["rows"][0]["metrics"]["zs"]["mean"] == pytest.approx(81.0)
+    assert other["options"]["seed"] == 7 and other["rows"][0]["n"] == 1
+    # without the declaration nothing is filled in or pooled: three tables
+    assert (
+        len(
+            json.loads(write_report(runs, tmp_path / "plain", lookup={}.get).json.read_text())[
+                "tables"
+            ]
+        )
+        == 3
+    )
+
+
 def test_config_differences_list_the_differing_keys_with_their_values(tmp_path):
     runs = [
         make_run(tmp_path, f"{obj}-s{seed}", config(obj, seed), metrics=[{"step": 1, "loss": 1.0}])
