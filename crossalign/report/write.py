@@ -98,6 +98,7 @@ def write_report(
     contrasts: Sequence[tuple[Side, Side]] = (),
     lookup: Lookup | None = None,
     extra_json: Mapping[str, Any] | None = None,
+    extra_files: Mapping[str, Any] | None = None,
 ) -> ReportPaths:
     """Report on ``run_dirs`` in ``out`` (``report.md``, ``report.html``, ``report.json``,
     ``figures/*.png``): one comparison table per evaluation over groups of runs that differ
@@ -105,8 +106,10 @@ def write_report(
     ``extra_sections`` ((title, Markdown body) pairs) and, for each (baseline, method) pair of
     ``contrasts`` (group labels, or run directories of the groups), the measures on which
     they differ beyond seed noise (``contrast_section``); ``extra_json`` adds keys to
-    ``report.json`` (e.g. a study's hypotheses). ``lead_sections`` (the same pairs) come first,
-    right after the title and before the runs: a study's verdicts lead its page. ``lookup``
+    ``report.json`` (e.g. a study's hypotheses), and ``extra_files`` writes each value as a
+    JSON file of its own, by name, beside it (a study's ``hypotheses.json``).
+    ``lead_sections`` (the same pairs) come first, right after the title and before the runs:
+    a study's verdicts lead its page. ``lookup``
     declares the evaluations (default: the registry). A failure leaves the previous report in
     ``out`` as it was."""
     if not run_dirs:
@@ -133,6 +136,8 @@ def write_report(
         summary["contrasts"] = contrast_json(found)
         summary.update(extra_json or {})
         write_json_atomic(tmp / JSON, summary)
+        for name, value in (extra_files or {}).items():
+            write_json_atomic(tmp / name, value)
         written = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
         write_json_atomic(tmp / MANIFEST, {"files": written})
     return ReportPaths(

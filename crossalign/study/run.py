@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from crossalign.evals.registry import Evaluation
     from crossalign.evals.results import ResultRecord
 
+HYPOTHESES = "hypotheses.json"
+"""The file of a study report that holds the judged hypotheses and gates alone."""
+
 
 def ensure_derived(out: Path, settings: Any) -> None:
     """Write the derived corpus ``settings`` describes to ``out`` unless ``derived_is_written``."""
@@ -510,8 +513,9 @@ def prune_measured(run_dir: Path) -> None:
 
 def write_study_report(study: Study, result: StudyResult) -> Path:
     """Write ``OUT/report`` for ``result``: ``crossalign report`` over the study's runs, led by
-    its pre-registered hypotheses and gates judged (also printed), then the tables, and the
-    correlations and the contrasts at the end; returns the Markdown page."""
+    its pre-registered hypotheses and gates judged (also printed, and written on their own as
+    ``hypotheses.json``), then the tables, and the correlations and the contrasts at the end;
+    returns the Markdown page."""
     from crossalign.report import write_report
 
     runs = result.runs
@@ -530,7 +534,7 @@ def write_study_report(study: Study, result: StudyResult) -> Path:
     paths = write_report(
         [r.run_dir for r in runs], Path(study.out) / "report", title=study.name,
         lead_sections=lead, extra_sections=extra, contrasts=contrast_pairs(study, runs),
-        extra_json=data,
+        extra_json=data, extra_files={HYPOTHESES: data["hypotheses"]} if data else None,
     )  # fmt: skip
     return Path(paths.markdown)
 

@@ -3,6 +3,7 @@ cases, the verdicts (met, not met, inconclusive, a failing gate) and the report 
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 from collections.abc import Callable
@@ -322,7 +323,11 @@ def test_a_study_report_leads_with_its_verdicts(tmp_path):
             "eval": "transfer", "metrics": record.metrics, "options": {}, "versions": {"eval": 1},
             "model": {"path": str(run.run_dir / "model"), "run": str(run.run_dir)},
         })  # fmt: skip
-    page = write_study_report(study, result).read_text()
+    page_path = write_study_report(study, result)
+    page = page_path.read_text()
+    hypotheses = json.loads((page_path.parent / "hypotheses.json").read_text())
+    assert hypotheses == json.loads((page_path.parent / "report.json").read_text())["hypotheses"]
+    assert hypotheses["hypotheses"][0]["verdict"] == MET
     headings = [line for line in page.splitlines() if line.startswith("## ")]
     assert headings[:2] == ["## Hypotheses", "## Runs"] and headings[-1] == "## Correlations"
     assert page.index(f"**{MET}**") < page.index("## Runs")
