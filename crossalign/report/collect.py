@@ -5,7 +5,6 @@ mean ± 95% t interval over the group's runs, the best value of each metric mark
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -19,7 +18,13 @@ import yaml
 
 from crossalign.checkpoint import CONFIG
 from crossalign.errors import CrossalignError
-from crossalign.evals.registry import Evaluation, Metric, evaluations, split_key
+from crossalign.evals.registry import (
+    Evaluation,
+    Metric,
+    evaluations,
+    option_defaults,
+    split_key,
+)
 from crossalign.evals.results import RESULTS, ResultRecord, read_results
 from crossalign.report.tables import CI
 from crossalign.run_dir import METRICS, flatten, read_metrics
@@ -233,19 +238,9 @@ def table_options(record: ResultRecord, run: Run, evaluation: Evaluation | None)
     without a new ``version``, so a default that is added keeps the old behaviour. The
     ``seed`` of an evaluation whose seed follows the run's (``Evaluation.run_seed``) reads
     ``RUN_SEED`` when it is the run's own, so that a group's runs share one table."""
-    options = dict(record.options)
     if evaluation is None:
-        return options
-    for f in dataclasses.fields(evaluation.options):
-        if f.name in options:
-            continue
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            continue
-        options[f.name] = json.loads(json.dumps(default, default=str))  # as a record holds it
+        return dict(record.options)
+    options = {**option_defaults(evaluation), **record.options}  # as find_record reads them
     if evaluation.run_seed and run.seed is not None and options.get("seed") == run.seed:
         options["seed"] = RUN_SEED
     return options

@@ -246,23 +246,15 @@ def test_a_run_seeded_evaluation_pools_its_seeds_and_an_option_added_later_reads
         make_run(tmp_path, "mlm-s2", config("mlm", 2), results=[rec("mlm-s2", 7, 90.0)]),
     ]
     lookup = {"tagger": TAGGER}.get
-    tables = json.loads(write_report(runs, tmp_path / "report", lookup=lookup).json.read_text())[
-        "tables"
-    ]
-    pooled, other = tables
+    summary = write_report(runs, tmp_path / "report", lookup=lookup).json.read_text()
+    pooled, other = json.loads(summary)["tables"]
     assert pooled["options"] == {"layer": 8, "seed": "(the run's)", "all_layers": False}
     assert [(r["group"], r["n"]) for r in pooled["rows"]] == [("mlm", 2)]
     assert pooled["rows"][0]["metrics"]["zs"]["mean"] == pytest.approx(81.0)
     assert other["options"]["seed"] == 7 and other["rows"][0]["n"] == 1
     # without the declaration nothing is filled in or pooled: three tables
-    assert (
-        len(
-            json.loads(write_report(runs, tmp_path / "plain", lookup={}.get).json.read_text())[
-                "tables"
-            ]
-        )
-        == 3
-    )
+    plain = write_report(runs, tmp_path / "plain", lookup={}.get).json.read_text()
+    assert len(json.loads(plain)["tables"]) == 3
 
 
 def test_config_differences_list_the_differing_keys_with_their_values(tmp_path):
