@@ -238,11 +238,16 @@ def checkpoint_evals(
 
 def check_checkpoints(study: Study, runs: Sequence[PlannedRun]) -> None:
     """Refuse ``checkpoints`` on an evaluation that reads no model, or that measures no
-    trained run (a ``model`` run has no checkpoints): it would silently measure nothing."""
+    trained run (a ``model`` run has no checkpoints): it would silently measure nothing. An
+    evaluation whose ``runs`` were all left out (``--runs``) measures nothing here and is
+    not checked."""
     from crossalign.evals.registry import evaluations
 
+    left_out = {run.name for run in study.left_out}
     for i, spec in enumerate(study.evaluations):
         if not spec.checkpoints:
+            continue
+        if spec.runs is not None and set(spec.runs) <= left_out:
             continue
         where = f"study '{study.name}': evaluations.{i} ({spec.eval})"
         if evaluations().get(spec.eval).model == "none":

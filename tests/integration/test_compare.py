@@ -789,6 +789,13 @@ def test_an_evaluation_measures_checkpoints_for_a_learning_curve(tmp_path, capsy
         )
         assert why in capsys.readouterr().err
         assert not (tmp_path / "study" / "runs" / "xlm").exists()
+    # a curve of a run that --runs leaves out measures nothing in this process: not refused
+    only_mlm = [{**curve, "checkpoints": [2], "runs": ["mlm"]}]
+    path = _study(
+        tmp_path, seeds=[0], vars={"steps": 7}, evaluations=only_mlm,
+        overrides=["train.save_every=2", "train.keep_checkpoints=4"],
+    )  # fmt: skip
+    assert main(["compare", str(path), "--runs", "xlm", "--dry-run"]) == 0
     path = _study(
         tmp_path, seeds=[0], vars={"steps": 7}, evaluations=[{**curve, "checkpoints": [2]}],
         overrides=["train.save_every=2", "train.keep_checkpoints=4"],
