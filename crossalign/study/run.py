@@ -236,18 +236,16 @@ def checkpoint_evals(
     return [planned._replace(step=step) for step in steps]
 
 
-def check_checkpoints(study: Study, runs: Sequence[PlannedRun]) -> None:
+def check_checkpoints(study: Study) -> None:
     """Refuse ``checkpoints`` on an evaluation that reads no model, or that measures no
-    trained run (a ``model`` run has no checkpoints): it would silently measure nothing. An
-    evaluation whose ``runs`` were all left out (``--runs``) measures nothing here and is
-    not checked."""
+    trained run of the study file (a ``model`` run has no checkpoints): it would silently
+    measure nothing. Runs that ``--runs`` leaves out count, so a curve of a run another
+    process trains is not refused here."""
     from crossalign.evals.registry import evaluations
 
-    left_out = {run.name for run in study.left_out}
+    trained = [run.name for run in [*study.runs, *study.left_out] if run.model is None]
     for i, spec in enumerate(study.evaluations):
         if not spec.checkpoints:
-            continue
-        if spec.runs is not None and set(spec.runs) <= left_out:
             continue
         where = f"study '{study.name}': evaluations.{i} ({spec.eval})"
         if evaluations().get(spec.eval).model == "none":
@@ -255,8 +253,7 @@ def check_checkpoints(study: Study, runs: Sequence[PlannedRun]) -> None:
                 f"{where} reads no model, so it has no checkpoints to measure; drop its "
                 "'checkpoints'"
             )
-        trained = [run for run in runs if run.model is None]
-        if not any(spec.runs is None or run.name in spec.runs for run in trained):
+        if not any(spec.runs is None or name in spec.runs for name in trained):
             raise CrossalignError(
                 f"{where} measures no trained run (a model run has no checkpoints); drop its "
                 "'checkpoints' or name a trained run in its 'runs'"
@@ -375,7 +372,7 @@ def run_study(
 
         require("matplotlib", "plots", "the study's report (or --no-report)")
     # every derive setting, run config and evaluation option is checked before any work
-    check_checkpoints(study, runs)
+    check_checkpoints(study)
     derives: dict[Path, DeriveSettings] = {}
     steps: dict[Path, PreparedStep] = {}
     cell_steps: list[list[PreparedStep]] = []
