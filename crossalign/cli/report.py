@@ -39,8 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="render the results and training curves of runs as Markdown and HTML",
         description="Render the result records (results.jsonl) and training logs "
         "(metrics.jsonl) of runs as OUT/report.md, a self-contained OUT/report.html, "
-        "OUT/report.json and OUT/figures/. Runs whose configs differ only in train.seed form "
-        "one row: the mean ± the 95% t interval over the seeds.",
+        "OUT/report.json and OUT/figures/. Runs whose configs differ only in train.seed (also "
+        "where a path names it: seed-{seed}) form one row: the mean ± the 95% t interval over "
+        "the seeds.",
     )
     p.add_argument(
         "run_dirs",

@@ -1,5 +1,6 @@
 """Read run directories and aggregate them for a report: runs whose configs differ only in
-``train.seed`` (and ``run_dir``) form a group; each evaluation's records become one table per
+``train.seed`` (and ``run_dir``, and the seed standing alone in a path: ``seed-{seed}``) form
+a group; each evaluation's records become one table per
 (evaluation, label, version, options, model), one row per group (and layer or bin) holding the
 mean ± 95% t interval over the group's runs, the best value of each metric marked."""
 
@@ -199,12 +200,23 @@ def group_label(labels: Sequence[str]) -> str:
     return prefix.rstrip(SEPARATORS) or ", ".join(labels)
 
 
+def seedless(value: Any, seed: Any) -> Any:
+    """``value`` with the run's ``seed`` read as ``{seed}`` where it stands alone in a string
+    (not next to a letter or digit): ``runs/mlm/seed-3/model`` with seed 3 reads
+    ``runs/mlm/seed-{seed}/model``, so that runs measuring (or continuing) one model per seed
+    group as runs of one config do. Other values, and any value when the seed is not an
+    integer, are returned as they are."""
+    if not isinstance(value, str) or not isinstance(seed, int) or isinstance(seed, bool):
+        return value
+    return re.sub(rf"(?<![0-9A-Za-z]){seed}(?![0-9A-Za-z])", "{seed}", value)
+
+
 def group_runs(runs: Sequence[Run]) -> list[Group]:
-    """Runs whose flattened configs are equal apart from ``train.seed`` and ``run_dir``, in
-    the order of their first run."""
+    """Runs whose flattened configs are equal apart from ``train.seed``, ``run_dir`` and the
+    seed standing alone in a string (``seedless``), in the order of their first run."""
     by_config: dict[str, list[Run]] = {}
     for run in runs:
-        same = {k: v for k, v in run.flat.items() if k not in SEED_KEYS}
+        same = {k: seedless(v, run.seed) for k, v in run.flat.items() if k not in SEED_KEYS}
         by_config.setdefault(json.dumps(same, sort_keys=True, default=str), []).append(run)
     groups = [
         Group(group_label([r.label for r in members]), members) for members in by_config.values()

@@ -135,7 +135,8 @@ def render(
     parts = [
         f"# {escape(title)}",
         f"{n_runs} run{'s' * (n_runs != 1)} in {n_groups} group{'s' * (n_groups != 1)} "
-        "(runs whose configs differ only in `train.seed`). A value is the mean over a "
+        "(runs whose configs differ only in `train.seed`, also where it names a path: "
+        "`seed-{seed}`). A value is the mean over a "
         "group's runs ± the half-width of its 95% Student-t interval (none for one run); "
         "bold: the best of its column (↑ higher is better, ↓ lower; counts are not ranked).",
         *[f"**Warning:** {escape(w)}" for w in collection.warnings],

@@ -58,7 +58,8 @@ def _written_before(out: Path) -> set[str]:
 
 def _not_written(out: Path, ours: set[str], most: int = 6) -> list[str]:
     """Up to ``most`` paths in ``out`` (relative; a folder named once, not its contents) that
-    are not among ``ours`` (the files a report wrote) nor a folder holding some of them."""
+    are not among ``ours`` (the files a report wrote) nor a folder holding some of them. An
+    empty folder holds nothing to lose (a report without figures leaves ``figures/`` empty)."""
     folders = {Path(f).parent.as_posix() for f in ours} - {"."}
     found: list[str] = []
     pending = [out]
@@ -68,6 +69,8 @@ def _not_written(out: Path, ours: set[str], most: int = 6) -> list[str]:
             is_dir = path.is_dir() and not path.is_symlink()
             if name in folders and is_dir:
                 pending.append(path)
+            elif name == markdown.FIGURES and is_dir and not any(path.iterdir()):
+                continue
             elif not (name in ours and not is_dir):
                 found.append(name)
     return sorted(found)[:most]

@@ -107,11 +107,12 @@ def ensure_trained(cfg: RunConfig, label: str, evals: Sequence[PlannedEval] = ()
 
 
 def ensure_as_is(run: PlannedRun) -> None:
-    """The run directory of a ``model`` run: its ``config.yaml`` names the model and
-    ``train.steps: 0`` (so a report tells it from the trained runs), and ``model.sha256`` its
-    weights' digest; when the model's weights are no longer those its records measured, the
-    records are dropped (its evaluations run again). A missing model is an error naming the
-    run."""
+    """The run directory of a ``model`` run: its ``config.yaml`` names the model,
+    ``train.steps: 0`` (so a report tells it from the trained runs) and the study's seed as
+    ``train.seed`` (so a report groups one model per seed as one run's seeds), and
+    ``model.sha256`` its weights' digest; when the model's weights are no longer those its
+    records measured, the records are dropped (its evaluations run again). A missing model is
+    an error naming the run."""
     from crossalign.checkpoint import CONFIG
     from crossalign.fileio import write_text_atomic
     from crossalign.study.records import (
@@ -128,7 +129,7 @@ def ensure_as_is(run: PlannedRun) -> None:
             f"study run '{run.name}': model {run.model} does not exist; create it first or "
             f"fix the run's 'model'"
         )
-    config = {"model": {"path": str(run.model)}, "train": {"steps": 0}}
+    config = {"model": {"path": str(run.model)}, "train": {"steps": 0, "seed": run.seed}}
     write_text_atomic(run.run_dir / CONFIG, yaml.safe_dump(config, sort_keys=False))
     current, file = model_digest(run.model), run.run_dir / MODEL_DIGEST
     recorded = read_digest(file)

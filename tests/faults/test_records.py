@@ -96,6 +96,20 @@ def test_a_report_never_deletes_files_it_did_not_write(tmp_path, report_run, cap
     assert paths.markdown.read_text().startswith("# again\n")
 
 
+def test_a_report_without_figures_is_replaced(tmp_path):
+    """A report of records alone (a study's ``model`` runs: no training curves) leaves an
+    empty ``figures/``; writing it again replaces it instead of refusing the folder."""
+    as_is = {"model": {"path": "m"}, "train": {"steps": 0, "seed": 0}}
+    run = make_run(tmp_path, "as-is", as_is, results=[record("as-is", "bli", {"hit@1": 0.5})])
+    out = tmp_path / "report"
+    write_report([run], out, lookup=LOOKUP)
+    assert (out / "figures").is_dir() and not any((out / "figures").iterdir())
+    assert write_report([run], out, title="again", lookup=LOOKUP).markdown.is_file()
+    (out / "figures" / "mine.png").write_bytes(b"x")  # no longer empty: the user's
+    with pytest.raises(CrossalignError, match=r"not a report \(figures\)"):
+        write_report([run], out, lookup=LOOKUP)
+
+
 def test_a_report_replaces_one_written_before_its_manifest(tmp_path, report_run):
     out = tmp_path / "report"
     write_report([report_run], out, lookup=LOOKUP)

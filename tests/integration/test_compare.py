@@ -298,13 +298,13 @@ def test_a_model_run_is_evaluated_as_it_is(tmp_path, capsys):
     assert printed.count("== pre-training") == 2 and printed.count("== evaluating") == 3
     start = tmp_path / "study" / "runs" / "start"
     assert not (start / "model").exists() and not (start / "seed-0").exists()
-    assert yaml.safe_load((start / "config.yaml").read_text())["train"]["steps"] == 0
+    assert yaml.safe_load((start / "config.yaml").read_text())["train"] == {"steps": 0, "seed": 0}
     (record,) = [json.loads(line) for line in (start / "results.jsonl").read_text().splitlines()]
     assert record["model"]["path"] == str(base.resolve())
     assert not (base / "results.jsonl").exists()
     report = (tmp_path / "study" / "report" / "report.md").read_text()
-    # no seed, and no training time: 0 minutes, not n/a
-    assert f"| start | — | {start} | 0.0 |" in report and "without a logged time" not in report
+    # the seed its run-seeded evaluations used, and no training time: 0 minutes, not n/a
+    assert f"| start | 0 | {start} | 0.0 |" in report and "without a logged time" not in report
     assert main(["compare", str(path), "--dry-run"]) == 0
     assert f"run      as is   {start}  (0 steps; 0 of 1" in capsys.readouterr().out
     assert main(["compare", str(path), "--no-report"]) == 0

@@ -433,6 +433,37 @@ def test_group_names_drop_the_seed_part_of_run_names():
     assert group_label(["a", "b"]) == "a, b"
 
 
+def test_runs_measuring_one_model_per_seed_form_one_group(tmp_path):
+    """A study's ``model`` run (one kept model per seed) and a run continued from a per-seed
+    model differ in a path only where it names the seed: one group; a path that differs
+    elsewhere, or names another run's seed, keeps its runs apart."""
+    from crossalign.report.collect import collect, seedless
+
+    def as_is(name: str, seed: int, path: str) -> Path:
+        cfg = {"model": {"path": path}, "train": {"steps": 0, "seed": seed}}
+        return make_run(tmp_path, name, cfg, results=[record(name, "bli", {"hit@1": seed / 10})])
+
+    runs = [as_is(f"gc/seed-{s}", s, f"runs/s/mlm_gc/seed-{s}/model") for s in (0, 1, 2)]
+    runs.append(as_is("v2/seed-2", 2, "runs/s_v2/mlm/seed-2/model"))  # v2: not the seed
+    runs.append(as_is("v2/seed-3", 3, "runs/s_v2/mlm/seed-3/model"))
+    runs.append(as_is("x/seed-2", 2, "runs/a/mlm/seed-2/model"))  # differs elsewhere
+    runs.append(as_is("x/seed-3", 3, "runs/b/mlm/seed-3/model"))
+    runs.append(as_is("odd/seed-1", 1, "runs/s/mlm/seed-0/model"))  # another seed's model
+    groups = collect(runs, LOOKUP).groups
+    assert [[r.label for r in g.runs] for g in groups] == [
+        ["gc/seed-0", "gc/seed-1", "gc/seed-2"],
+        ["v2/seed-2", "v2/seed-3"],
+        ["x/seed-2"],
+        ["x/seed-3"],
+        ["odd/seed-1"],
+    ]
+    table = collect(runs[:3], LOOKUP).tables[0]
+    assert [(row.n, row.cells["hit@1"].values) for row in table.rows] == [(3, [0.0, 0.1, 0.2])]
+    assert seedless("runs/seed-12/model-1", 1) == "runs/seed-12/model-{seed}"
+    assert seedless("x/1", True) == "x/1"
+    assert seedless(1, 1) == 1
+
+
 def test_runs_table_gives_training_and_evaluation_minutes(tmp_path):
     def timed(name: str, seed: int, train_s: list[float], eval_s: list[float]) -> Path:
         lines = [{"step": i + 1, "loss": 1.0, "train_seconds": s} for i, s in enumerate(train_s)]
