@@ -58,8 +58,9 @@ def _written_before(out: Path) -> set[str]:
 
 def _not_written(out: Path, ours: set[str], most: int = 6) -> list[str]:
     """Up to ``most`` paths in ``out`` (relative; a folder named once, not its contents) that
-    are not among ``ours`` (the files a report wrote) nor a folder holding some of them. An
-    empty folder holds nothing to lose (a report without figures leaves ``figures/`` empty)."""
+    are not among ``ours`` (the files a report wrote) nor a folder holding some of them, nor
+    the empty ``figures/`` that a report without figures leaves (any other folder, empty or
+    not, is named)."""
     folders = {Path(f).parent.as_posix() for f in ours} - {"."}
     found: list[str] = []
     pending = [out]
